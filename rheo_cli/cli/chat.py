@@ -1,0 +1,22 @@
+"""``rheo chat`` (and plain ``rheo``): the interactive REPL."""
+
+from __future__ import annotations
+
+from .errors import command
+from .options import Model, New, Profile
+from .state import runtime_for
+
+
+@command
+def chat(new: New = False, model: Model = None, profile: Profile = None) -> None:
+    """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits."""
+    from ..providers import anthropic_api
+
+    anthropic_api.preload()
+    from ..repl.app import run_repl
+
+    rt = runtime_for(profile, model)
+    try:
+        run_repl(rt, new_session=new)
+    finally:
+        rt.close()

@@ -1,0 +1,59 @@
+"""``rheo history search|recent``: the ledger, read back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from .errors import command
+from .options import Json, Limit, Profile
+from .output import local, preview, print_json
+from .state import runtime_for
+
+app = typer.Typer(help="Search and list stored turns (the ledger).", no_args_is_help=True)
+
+
+def _print_turns(turns, now, scores=None) -> None:  # type: ignore[no-untyped-def]
+    if not turns:
+        print("(no turns)")
+        return
+    for turn in turns:
+        mark = f" ({turn.status})" if turn.status not in (None, "ok") else ""
+        print(
+            f"#{turn.id:<6} {local(turn.ts, now)}  s{turn.session_id:<4} "
+            f"{turn.role + mark:<10} {preview(turn.content)}"
+        )
+
+
+@app.command()
+@command
+def search(
+    query: Annotated[str, typer.Argument(help='Words to find ("a phrase", prefix*).')],
+    limit: Limit = 20,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Find turns containing every word of QUERY, best matches first."""
+    from ..memory import ledger
+
+    rt = runtime_for(profile)
+    found = ledger.search_turns(rt.conn, rt.profile, query, limit=limit)
+    if json_out:
+        print_json([dict(t.to_json(), score=round(s, 4)) for t, s in found])
+        return
+    _print_turns([t for t, _ in found], rt.now())
+
+
+@app.command()
+@command
+def recent(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
+    """Show the last turns, oldest first."""
+    from ..memory import ledger
+
+    rt = runtime_for(profile)
+    turns = ledger.recent_turns(rt.conn, rt.profile, limit)
+    if json_out:
+        print_json([t.to_json() for t in turns])
+        return
+    _print_turns(turns, rt.now())

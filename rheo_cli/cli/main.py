@@ -1,0 +1,64 @@
+"""The ``rheo`` entry point: the typer app and its commands.
+
+Command modules import only typer and rheo's light modules at the top; the store, rich
+rendering, prompt-toolkit and the model SDK are imported inside the commands that need them,
+so ``rheo --help`` and the read-only commands start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from . import ask as ask_cmd
+from . import chat as chat_cmd
+from . import context_cmd, history, paths_cmd, sessions_cmd
+from .options import Model, New, Profile
+from .state import GLOBAL
+
+app = typer.Typer(
+    name="rheo",
+    help="A command-line assistant that remembers. Run with no command to chat.",
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context, profile: Profile = None, model: Model = None, new: New = False
+) -> None:
+    """rheo: chat with Claude; everything is kept in a local SQLite file and remembered."""
+    GLOBAL.profile = profile
+    GLOBAL.model = model
+    if ctx.invoked_subcommand is None:
+        chat_cmd.chat(new=new, model=model, profile=profile)
+
+
+app.command()(ask_cmd.ask)
+app.command()(chat_cmd.chat)
+app.command()(context_cmd.context)
+app.command()(paths_cmd.paths)
+app.add_typer(history.app, name="history")
+app.add_typer(sessions_cmd.app, name="sessions")
+
+
+def main() -> None:
+    """Console-script entry point (``rheo``)."""
+    try:
+        app(prog_name="rheo")
+    except BrokenPipeError:
+        # stdout went away (``rheo history recent | head -1``): leave quietly.
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

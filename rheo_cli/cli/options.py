@@ -1,0 +1,18 @@
+"""Options shared by several commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+New = Annotated[bool, typer.Option("--new", help="Start a new session now.")]
+Model = Annotated[
+    str | None, typer.Option("--model", "-m", help="Model to chat with (else RHEO_MODEL, config).")
+]
+Profile = Annotated[
+    str | None,
+    typer.Option("--profile", "-p", help="Profile to use (else RHEO_PROFILE, or 'default')."),
+]
+Limit = Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")]

@@ -1,0 +1,33 @@
+"""``rheo sessions list``: sessions as rheo detected them."""
+
+from __future__ import annotations
+
+import typer
+
+from .errors import command
+from .options import Json, Limit, Profile
+from .output import local, print_json
+from .state import runtime_for
+
+app = typer.Typer(help="List conversation sessions.", no_args_is_help=True)
+
+
+@app.command("list")
+@command
+def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
+    """Show the last sessions, newest first, with their turn counts."""
+    from ..memory import sessions
+
+    rt = runtime_for(profile)
+    found = sessions.list_sessions(rt.conn, rt.profile, limit=limit)
+    if json_out:
+        print_json([s.to_json() for s in found])
+        return
+    if not found:
+        print("(no sessions)")
+        return
+    now = rt.now()
+    for s in found:
+        print(
+            f"s{s.id:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  {s.turns} turns"
+        )

@@ -1,0 +1,23 @@
+"""Options given before the command (``rheo --profile work ask ...``), set by the root callback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass
+class GlobalOptions:
+    """``--profile`` / ``--model`` given to ``rheo`` itself rather than to a subcommand."""
+
+    profile: str | None = None
+    model: str | None = None
+
+
+GLOBAL = GlobalOptions()
+
+
+def runtime_for(profile: str | None = None, model: str | None = None):  # type: ignore[no-untyped-def]
+    """Build the Runtime: a command's own options win over the global ones."""
+    from .. import runtime
+
+    return runtime.build(profile=profile or GLOBAL.profile, model=model or GLOBAL.model)

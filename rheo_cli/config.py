@@ -1,0 +1,118 @@
+"""``config.toml`` (beside the database), read with tomllib, checked, with defaults.
+
+model = "claude-sonnet-5-5"     # chat model (also -m/--model, RHEO_MODEL)
+max_tokens = 4096               # longest reply, in tokens
+timeout = 120                   # seconds without progress before a model call fails
+
+[context]
+budget = 2000                   # tokens of injected context
+
+[session]
+gap_hours = 2                   # a turn this long after the last one opens a new session
+
+[memory]
+cap = 50                        # active memory items per profile
+floor = 0.3                     # decay floor of confidence
+decay_days = 180                # days to reach the floor without reinforcement
+
+[extraction]
+model = "claude-haiku-5-5"      # the small model that extracts facts and writes digests
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .memory.settings import Settings
+
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_EXTRACT_MODEL = "claude-haiku-5-5"
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything ``config.toml`` can set; ``engine`` holds the memory engine's settings."""
+
+    model: str = DEFAULT_MODEL
+    max_tokens: int = 4096
+    timeout_s: float = 120.0
+    extract_model: str = DEFAULT_EXTRACT_MODEL
+    engine: Settings = Settings()
+
+
+_KNOWN = {
+    "": {"model", "max_tokens", "timeout", "context", "session", "memory", "extraction"},
+    "context": {"budget"},
+    "session": {"gap_hours"},
+    "memory": {"cap", "floor", "decay_days"},
+    "extraction": {"model"},
+}
+
+
+def _number(table: dict[str, Any], key: str, where: str, *, lo: float, hi: float) -> float | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+        name = f"[{where}] {key}" if where else key
+        raise ConfigError(f"{name} must be a number from {lo:g} to {hi:g}, not {value!r}")
+    return float(value)
+
+
+def _string(table: dict[str, Any], key: str, where: str) -> str | None:
+    if key not in table:
+        return None
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}{key} must be a non-empty string, not {value!r}")
+    return value.strip()
+
+
+def load(path: Path) -> Config:
+    """Read ``path`` (missing file: all defaults). Raises ConfigError on bad TOML, an unknown
+    key, or a value of the wrong type or range, naming the key."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    for section, keys in _KNOWN.items():
+        table = data if section == "" else data.get(section, {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [{section}] must be a table")
+        unknown = sorted(set(table) - keys)
+        if unknown:
+            where = f"[{section}] " if section else ""
+            raise ConfigError(f"{path}: unknown setting {where}{unknown[0]!r}")
+    ctx, ses, mem, ext = (data.get(k, {}) for k in ("context", "session", "memory", "extraction"))
+    base = Settings()
+    budget = _number(ctx, "budget", "context", lo=0, hi=1_000_000)
+    gap = _number(ses, "gap_hours", "session", lo=0.01, hi=24 * 365)
+    cap = _number(mem, "cap", "memory", lo=1, hi=100_000)
+    floor = _number(mem, "floor", "memory", lo=0, hi=1)
+    decay = _number(mem, "decay_days", "memory", lo=1, hi=36_500)
+    engine = Settings(
+        gap_s=gap * 3600 if gap is not None else base.gap_s,
+        budget_tokens=int(budget) if budget is not None else base.budget_tokens,
+        cap=int(cap) if cap is not None else base.cap,
+        floor=floor if floor is not None else base.floor,
+        decay_days=decay if decay is not None else base.decay_days,
+    )
+    max_tokens = _number(data, "max_tokens", "", lo=1, hi=1_000_000)
+    timeout = _number(data, "timeout", "", lo=1, hi=3600)
+    return Config(
+        model=_string(data, "model", "") or DEFAULT_MODEL,
+        max_tokens=int(max_tokens) if max_tokens is not None else 4096,
+        timeout_s=timeout if timeout is not None else 120.0,
+        extract_model=_string(ext, "model", "[extraction] ") or DEFAULT_EXTRACT_MODEL,
+        engine=engine,
+    )

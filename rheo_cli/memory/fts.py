@@ -1,0 +1,66 @@
+"""Turning text a person typed into safe FTS5 MATCH expressions.
+
+User text never reaches MATCH raw: FTS5 syntax (``AND``, ``-x``, ``a:b``, ``*``, ``(``, quotes)
+would raise or change meaning. Each word becomes a double-quoted string, which FTS5 runs through
+the table's own tokenizer, so ``C++`` searches ``c`` and ``a:b`` the phrase ``a b``. Only two
+operators survive, on purpose: a ``"quoted phrase"`` stays a phrase, and a trailing ``*`` on a
+word (``deploy*``) is a prefix search.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PHRASE = re.compile(r'"([^"]*)"')
+_WORD_CHAR = re.compile(r"\w", re.UNICODE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def terms(text: str) -> list[str]:
+    """Split text into FTS5-safe terms: quoted phrases and words, in order, deduplicated.
+
+    Each returned term is already a valid FTS5 string (``"word"``, ``"two words"`` or
+    ``"pre"*``). Words without any letter or digit (``*``, ``(``, ``-``, emoji alone) are dropped.
+    """
+    text = _CONTROL.sub(" ", text)  # SQLite reads a NUL as the end of the expression
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        if term.lower() not in seen:
+            seen.add(term.lower())
+            out.append(term)
+
+    def words(chunk: str) -> None:
+        for word in chunk.split():
+            prefix = word.endswith("*")
+            core = word.rstrip("*").strip("\"'`()[]{}<>,;!?")
+            if not _WORD_CHAR.search(core):
+                continue
+            add(_quote(core) + ("*" if prefix and re.fullmatch(r"\w+", core) else ""))
+
+    pos = 0
+    for match in _PHRASE.finditer(text):
+        words(text[pos : match.start()])
+        phrase = " ".join(match.group(1).split())
+        if _WORD_CHAR.search(phrase):
+            add(_quote(phrase))
+        pos = match.end()
+    words(text[pos:].replace('"', " "))
+    return out
+
+
+def match_all(text: str) -> str | None:
+    """A MATCH expression requiring every term of ``text`` (AND); None if it has no terms."""
+    found = terms(text)
+    return " AND ".join(found) if found else None
+
+
+def match_any(text: str) -> str | None:
+    """A MATCH expression accepting any term of ``text`` (OR), for ranked retrieval."""
+    found = terms(text)
+    return " OR ".join(found) if found else None

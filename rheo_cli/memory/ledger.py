@@ -1,0 +1,293 @@
+"""The ledger (seed 1, layer 0): every turn, append-only, with FTS5 keyword search.
+
+A turn is written in its own transaction before anything that might fail (the model call), so a
+crash, a kill or an API outage never loses what the person said. The database refuses UPDATE
+and DELETE on ``turns`` (triggers in migration 1); session bookkeeping lives in `sessions`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from . import fts
+from .db import write
+from .errors import InvalidInput, NotFound
+from .sessions import Session, attach_turn
+from .timeutil import to_stored
+
+ROLES = ("user", "assistant")
+STATUSES = ("ok", "interrupted", "error")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage the provider reported for one assistant turn (all counts in tokens)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        """The usage as a plain dict with the four counts."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One ledger row. ``ts`` is stored UTC text; ``status``/``model``/``usage`` are None on
+    user turns."""
+
+    id: int
+    profile: str
+    session_id: int
+    role: str
+    content: str
+    ts: str
+    model: str | None = None
+    status: str | None = None
+    usage: Usage | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape used by ``--json`` output: id, role, content, ts, session_id, ..."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "role": self.role,
+            "content": self.content,
+            "ts": self.ts,
+            "session_id": self.session_id,
+            "profile": self.profile,
+        }
+        if self.role == "assistant":
+            out["model"] = self.model
+            out["status"] = self.status
+            out["usage"] = self.usage.to_json() if self.usage else None
+        if self.meta:
+            out["meta"] = self.meta
+        return out
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What `append_turn` did: the stored turn, and the session change it caused.
+
+    ``closed_session`` is the previous session when this turn opened a new one (its digest is
+    now due), else None.
+    """
+
+    turn: Turn
+    opened_session: bool
+    closed_session: Session | None
+
+
+_COLUMNS = (
+    "id, profile, session_id, role, content, ts, model, status, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens, meta"
+)
+
+
+def _row_to_turn(row: sqlite3.Row) -> Turn:
+    usage = None
+    if row["role"] == "assistant":
+        usage = Usage(
+            input_tokens=row["input_tokens"] or 0,
+            output_tokens=row["output_tokens"] or 0,
+            cache_read_tokens=row["cache_read_tokens"] or 0,
+            cache_write_tokens=row["cache_write_tokens"] or 0,
+        )
+    return Turn(
+        id=row["id"],
+        profile=row["profile"],
+        session_id=row["session_id"],
+        role=row["role"],
+        content=row["content"],
+        ts=row["ts"],
+        model=row["model"],
+        status=row["status"],
+        usage=usage,
+        meta=json.loads(row["meta"]) if row["meta"] and row["meta"] != "{}" else {},
+    )
+
+
+def append_turn(
+    conn: sqlite3.Connection,
+    *,
+    profile: str,
+    role: str,
+    content: str,
+    now: datetime,
+    gap_s: float,
+    session_id: int | None = None,
+    new_session: bool = False,
+    model: str | None = None,
+    status: str | None = None,
+    usage: Usage | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Appended:
+    """Append one turn and commit it; return the stored turn and any session change.
+
+    Session detection (seed 1): unless ``session_id`` pins the turn to a session (an assistant
+    reply joins its question's session), a turn more than ``gap_s`` seconds after the previous
+    turn of the profile, or with ``new_session``, opens a new session. ``now`` is the turn's
+    time (aware datetime; stored as UTC). Assistant turns need a ``status`` in STATUSES; user
+    turns must not have one.
+    Raises InvalidInput for a bad role/status, NotFound for a ``session_id`` of another profile.
+    """
+    if role not in ROLES:
+        raise InvalidInput(f"role must be one of {ROLES}, not {role!r}")
+    if role == "assistant" and status not in STATUSES:
+        raise InvalidInput(f"an assistant turn needs a status in {STATUSES}")
+    if role == "user" and status is not None:
+        raise InvalidInput("a user turn has no status")
+    ts = to_stored(now)
+    with write(conn):
+        session, opened, closed = attach_turn(
+            conn,
+            profile=profile,
+            ts=ts,
+            gap_s=gap_s,
+            session_id=session_id,
+            new_session=new_session,
+        )
+        u = usage or Usage()
+        cur = conn.execute(
+            "INSERT INTO turns(profile, session_id, role, content, ts, model, status, "
+            "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, meta) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                profile,
+                session.id,
+                role,
+                content,
+                ts,
+                model,
+                status,
+                u.input_tokens if usage else None,
+                u.output_tokens if usage else None,
+                u.cache_read_tokens if usage else None,
+                u.cache_write_tokens if usage else None,
+                json.dumps(meta or {}, ensure_ascii=False),
+            ),
+        )
+        turn_id = cur.lastrowid
+    assert turn_id is not None
+    turn = Turn(
+        id=turn_id,
+        profile=profile,
+        session_id=session.id,
+        role=role,
+        content=content,
+        ts=ts,
+        model=model,
+        status=status,
+        usage=usage if role == "assistant" else None,
+        meta=meta or {},
+    )
+    return Appended(turn=turn, opened_session=opened, closed_session=closed)
+
+
+def get_turn(conn: sqlite3.Connection, profile: str, turn_id: int) -> Turn:
+    """The turn ``turn_id`` of ``profile``; raises NotFound if absent or of another profile."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM turns WHERE id = ? AND profile = ?", (turn_id, profile)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no turn #{turn_id} in profile {profile!r}")
+    return _row_to_turn(row)
+
+
+def get_turns(conn: sqlite3.Connection, profile: str, ids: Iterable[int]) -> list[Turn]:
+    """The turns with these ids in ``profile``, in id order; missing ids are skipped."""
+    wanted = sorted(set(ids))
+    out: list[Turn] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM turns WHERE profile = ? AND id IN ({marks}) ORDER BY id",
+            (profile, *chunk),
+        ).fetchall()
+        out.extend(_row_to_turn(r) for r in rows)
+    return out
+
+
+def recent_turns(conn: sqlite3.Connection, profile: str, limit: int = 20) -> list[Turn]:
+    """The last ``limit`` turns of the profile, oldest first."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? ORDER BY id DESC LIMIT ?",
+        (profile, limit),
+    ).fetchall()
+    return [_row_to_turn(r) for r in reversed(rows)]
+
+
+def session_turns(
+    conn: sqlite3.Connection,
+    profile: str,
+    session_id: int,
+    *,
+    limit: int | None = None,
+    before_id: int | None = None,
+) -> list[Turn]:
+    """Turns of one session, oldest first: the last ``limit`` of them (all when None), only
+    those with id < ``before_id`` when given."""
+    sql = f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? AND profile = ?"
+    args: list[Any] = [session_id, profile]
+    if before_id is not None:
+        sql += " AND id < ?"
+        args.append(before_id)
+    sql += " ORDER BY id DESC"
+    if limit is not None:
+        sql += " LIMIT ?"
+        args.append(limit)
+    rows = conn.execute(sql, args).fetchall()
+    return [_row_to_turn(r) for r in reversed(rows)]
+
+
+def search_turns(
+    conn: sqlite3.Connection,
+    profile: str,
+    query: str,
+    *,
+    limit: int = 20,
+    any_term: bool = False,
+) -> list[tuple[Turn, float]]:
+    """Keyword search over the ledger (FTS5, bm25 rank): ``[(turn, score)]``, best first.
+
+    Every word must match unless ``any_term``; the query is made safe by `fts.terms`, so any
+    text a person types (``C++``, ``"quoted"``, ``AND``, ``-x``, ``a:b``, ``*``, ``(``, emoji, CJK)
+    searches without error. ``score`` is bm25's (lower is better, negative). Text with no
+    searchable word returns [].
+    """
+    expr = fts.match_any(query) if any_term else fts.match_all(query)
+    if expr is None:
+        return []
+    rows = conn.execute(
+        f"SELECT {', '.join('t.' + c.strip() for c in _COLUMNS.split(','))}, f.rank AS score "
+        "FROM turns_fts f JOIN turns t ON t.id = f.rowid "
+        "WHERE turns_fts MATCH ? AND t.profile = ? ORDER BY f.rank LIMIT ?",
+        (expr, profile, limit),
+    ).fetchall()
+    return [(_row_to_turn(r), float(r["score"])) for r in rows]
+
+
+def count_turns(conn: sqlite3.Connection, profile: str) -> int:
+    """How many turns the profile has."""
+    return int(
+        conn.execute("SELECT count(*) FROM turns WHERE profile = ?", (profile,)).fetchone()[0]
+    )
+
+
+def last_turn_ids(turns: Sequence[Turn]) -> list[int]:
+    """The ids of ``turns`` (a convenience for JSON output)."""
+    return [t.id for t in turns]

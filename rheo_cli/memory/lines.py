@@ -1,0 +1,41 @@
+"""The pieces of an assembled context: section names and the ranked `Line`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .tokens import estimate
+
+OPEN_ITEMS = "OPEN ITEMS"
+EPISODIC = "EPISODIC MEMORY"
+CURRENT_MEMORY = "CURRENT MEMORY"
+RELEVANT_HISTORY = "RELEVANT HISTORY"
+CURRENT_SESSION = "CURRENT SESSION"
+ORDER = (OPEN_ITEMS, EPISODIC, CURRENT_MEMORY, RELEVANT_HISTORY, CURRENT_SESSION)
+"""Section order in the prompt (seed 1, with RELEVANT HISTORY added before CURRENT SESSION)."""
+
+STABLE = (OPEN_ITEMS, EPISODIC)
+"""Sections that rarely change within a session: sent first, in the cached part of a request."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One injected entry and where it came from.
+
+    ``source`` names the row (``turn:12``, ``item:4``, ``digest:2``); ``rank`` orders lines
+    for the budget (higher is kept first); ``order`` sorts kept lines for display; ``why`` says
+    why the line was chosen (``matched: school, grade``, ``recent turn``...); ``turn_ids`` are
+    the ledger turns the line stands for.
+    """
+
+    text: str
+    source: str
+    rank: float
+    order: tuple[float, ...] = ()
+    why: str = ""
+    turn_ids: tuple[int, ...] = ()
+
+    @property
+    def tokens(self) -> int:
+        """Estimated tokens of the line, with its line break."""
+        return estimate(self.text) + 1

@@ -1,0 +1,253 @@
+"""Versioned schema migrations, applied in order when the store is opened.
+
+Each migration is a small function ``mNNN_name(conn)``; `MIGRATIONS` lists them in order and
+``PRAGMA user_version`` records how many have run (also logged in ``schema_migrations``). A new
+database and an old one take the same path, one step at a time, each step in its own
+``BEGIN IMMEDIATE`` transaction so two processes opening the store at once cannot both apply it.
+Never edit a migration that has shipped: add a new one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from .errors import StoreError
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Execute a multi-statement SQL script inside the caller's transaction.
+
+    ``Connection.executescript`` would COMMIT first; this splits the script into complete
+    statements (trigger bodies included) with ``sqlite3.complete_statement`` and runs each.
+    """
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                conn.execute(pending)
+            pending = ""
+    if pending.strip():
+        raise StoreError(f"incomplete SQL statement in migration: {pending.strip()[:60]}")
+
+
+def _append_only(table: str, what: str) -> str:
+    """SQL for the two triggers that make ``table`` refuse UPDATE and DELETE."""
+    return f"""
+    CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
+    BEGIN SELECT RAISE(ABORT, '{what} is append-only: rows cannot be changed'); END;
+    CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
+    BEGIN SELECT RAISE(ABORT, '{what} is append-only: rows cannot be deleted'); END;
+    """
+
+
+def m001_ledger(conn: sqlite3.Connection) -> None:
+    """The ledger (seed 1, layer 0): sessions, append-only turns and their FTS5 index."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE schema_migrations (
+            version    INTEGER PRIMARY KEY,
+            name       TEXT NOT NULL,
+            applied_at TEXT NOT NULL
+        );
+        CREATE TABLE sessions (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile      TEXT NOT NULL,
+            started_at   TEXT NOT NULL,
+            last_turn_at TEXT NOT NULL,
+            turns        INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX sessions_profile ON sessions(profile, id);
+        CREATE TABLE turns (
+            id                 INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile            TEXT NOT NULL,
+            session_id         INTEGER NOT NULL REFERENCES sessions(id),
+            role               TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+            content            TEXT NOT NULL,
+            ts                 TEXT NOT NULL,
+            model              TEXT,
+            status             TEXT CHECK (status IN ('ok', 'interrupted', 'error')),
+            input_tokens       INTEGER,
+            output_tokens      INTEGER,
+            cache_read_tokens  INTEGER,
+            cache_write_tokens INTEGER,
+            meta               TEXT NOT NULL DEFAULT '{}',
+            CHECK ((role = 'user') = (status IS NULL))
+        );
+        CREATE INDEX turns_profile ON turns(profile, id);
+        CREATE INDEX turns_session ON turns(session_id, id);
+        CREATE INDEX turns_profile_ts ON turns(profile, ts);
+        CREATE VIRTUAL TABLE turns_fts USING fts5(
+            content, content='turns', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns
+        BEGIN INSERT INTO turns_fts(rowid, content) VALUES (new.id, new.content); END;
+        """
+        + _append_only("turns", "the ledger"),
+    )
+
+
+def m002_memory(conn: sqlite3.Connection) -> None:
+    """Memory items and their event history, session digests and the background job queue.
+
+    Item content (topic, label, properties) is immutable once written: a changed fact is a new
+    item that supersedes the old one (seed 1). Items are never deleted; events, like turns,
+    are append-only.
+    """
+    run_script(
+        conn,
+        """
+        CREATE TABLE memory_items (
+            id             INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile        TEXT NOT NULL,
+            category       TEXT NOT NULL CHECK (category IN ('goal', 'blocker', 'preference',
+                               'operations', 'team', 'strategy', 'win', 'open_item', 'fact')),
+            topic          TEXT NOT NULL,
+            label          TEXT NOT NULL,
+            properties     TEXT NOT NULL DEFAULT '{}',
+            content_key    TEXT NOT NULL,
+            confidence     REAL NOT NULL CHECK (confidence >= 0 AND confidence <= 1),
+            reinforcements INTEGER NOT NULL DEFAULT 1,
+            pinned         INTEGER NOT NULL DEFAULT 0 CHECK (pinned IN (0, 1)),
+            reason         TEXT NOT NULL DEFAULT '',
+            source         TEXT NOT NULL,
+            source_turn_id INTEGER REFERENCES turns(id),
+            created_at     TEXT NOT NULL,
+            reinforced_at  TEXT NOT NULL,
+            status         TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active',
+                               'superseded', 'evicted', 'retracted', 'done')),
+            superseded_by  INTEGER REFERENCES memory_items(id),
+            conflict_with  INTEGER REFERENCES memory_items(id),
+            due_at         TEXT
+        );
+        CREATE INDEX memory_items_profile ON memory_items(profile, status, category);
+        CREATE INDEX memory_items_topic ON memory_items(profile, topic, status);
+        CREATE TRIGGER memory_items_content_fixed BEFORE UPDATE OF
+            profile, category, topic, label, properties, content_key, source_turn_id,
+            created_at ON memory_items
+        BEGIN SELECT RAISE(ABORT, 'memory item content is immutable: write a new item'); END;
+        CREATE TRIGGER memory_items_no_delete BEFORE DELETE ON memory_items
+        BEGIN SELECT RAISE(ABORT, 'memory items are never deleted: retract them'); END;
+        CREATE VIRTUAL TABLE memory_items_fts USING fts5(
+            topic, label, properties, content='memory_items', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memory_items_fts_insert AFTER INSERT ON memory_items
+        BEGIN
+            INSERT INTO memory_items_fts(rowid, topic, label, properties)
+            VALUES (new.id, new.topic, new.label, new.properties);
+        END;
+
+        CREATE TABLE memory_events (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            item_id         INTEGER NOT NULL REFERENCES memory_items(id),
+            profile         TEXT NOT NULL,
+            ts              TEXT NOT NULL,
+            kind            TEXT NOT NULL CHECK (kind IN ('created', 'reinforced',
+                                'superseded', 'conflict_flagged', 'resolved', 'pinned',
+                                'unpinned', 'retracted', 'evicted', 'done', 'reopened')),
+            cause           TEXT NOT NULL,
+            related_item_id INTEGER REFERENCES memory_items(id),
+            source_turn_id  INTEGER REFERENCES turns(id),
+            data            TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX memory_events_item ON memory_events(item_id, id);
+
+        CREATE TABLE digests (
+            id              INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile         TEXT NOT NULL,
+            session_id      INTEGER NOT NULL UNIQUE REFERENCES sessions(id),
+            started_at      TEXT NOT NULL,
+            ended_at        TEXT NOT NULL,
+            narrative       TEXT NOT NULL,
+            facts           TEXT NOT NULL DEFAULT '[]',
+            procedures      TEXT NOT NULL DEFAULT '[]',
+            decisions       TEXT NOT NULL DEFAULT '[]',
+            source_turn_ids TEXT NOT NULL DEFAULT '[]',
+            model           TEXT,
+            created_at      TEXT NOT NULL
+        );
+        CREATE INDEX digests_profile ON digests(profile, ended_at);
+        CREATE VIRTUAL TABLE digests_fts USING fts5(
+            narrative, decisions, content='digests', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER digests_fts_insert AFTER INSERT ON digests
+        BEGIN
+            INSERT INTO digests_fts(rowid, narrative, decisions)
+            VALUES (new.id, new.narrative, new.decisions);
+        END;
+
+        CREATE TABLE jobs (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile     TEXT NOT NULL,
+            kind        TEXT NOT NULL CHECK (kind IN ('extract', 'digest')),
+            ref_id      INTEGER NOT NULL,
+            status      TEXT NOT NULL DEFAULT 'pending'
+                            CHECK (status IN ('pending', 'running', 'done', 'failed')),
+            attempts    INTEGER NOT NULL DEFAULT 0,
+            last_error  TEXT,
+            lease_until REAL,
+            not_before  REAL,
+            created_at  TEXT NOT NULL,
+            updated_at  TEXT NOT NULL,
+            UNIQUE (kind, ref_id)
+        );
+        CREATE INDEX jobs_status ON jobs(status, id);
+        """
+        + _append_only("memory_events", "memory history")
+        + _append_only("digests", "the digest log"),
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_ledger, m002_memory]
+"""Every migration, in order; ``PRAGMA user_version`` is the count applied."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The number of migrations applied to this database (``PRAGMA user_version``)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> list[str]:
+    """Apply pending migrations up to ``target``; return the names applied (maybe none).
+
+    Raises StoreError if the database is newer than this rheo knows.
+    """
+    applied: list[str] = []
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has schema version {current}, newer than this rheo "
+            f"({SCHEMA_VERSION}); upgrade rheo"
+        )
+    while current < target:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            current = schema_version(conn)  # another process may have migrated meanwhile
+            if current >= target:
+                conn.execute("COMMIT")
+                break
+            step = MIGRATIONS[current]
+            step(conn)
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, applied_at) VALUES (?, ?, ?)",
+                (current + 1, step.__name__, datetime.now(UTC).isoformat(timespec="seconds")),
+            )
+            conn.execute(f"PRAGMA user_version = {current + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        applied.append(step.__name__)
+        current += 1
+    return applied

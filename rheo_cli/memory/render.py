@@ -1,0 +1,57 @@
+"""Rendering stored text into injected context lines that can never forge a section.
+
+Stored text is data. Sections are delimited by ``=== NAME ===`` header lines and the ``---`` line
+before the person's message, always at the start of a line. Every injected entry starts with a
+prefix rheo chose (``- ``, ``[date]``) and every further line of it is indented, so no stored
+line can begin a line of the prompt; runs of ``=`` are also broken up (``= = =``) so a header
+cannot appear mid-line either, and a line of dashes cannot pass for the ``---`` separator.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .tokens import estimate
+
+_EQUALS = re.compile(r"={3,}")
+_DASHES = re.compile(r"^(\s*)(-{3,})", re.M)
+_BLANKS = re.compile(r"\n\s*\n+")
+INDENT = "    "
+
+
+def escape(text: str) -> str:
+    """Neutralise section markers in stored text: ``===`` runs become ``= = =`` and a line
+    starting with ``---`` starts with ``- - -`` instead."""
+    text = _EQUALS.sub(lambda m: " ".join("=" * len(m.group(0))), text)
+    return _DASHES.sub(lambda m: m.group(1) + " ".join(m.group(2)), text)
+
+
+def entry(prefix: str, text: str) -> str:
+    """One injected entry: ``prefix`` + escaped text, continuation lines indented.
+
+    Blank-line runs collapse to one line break; trailing whitespace is dropped.
+    """
+    body = _BLANKS.sub("\n", escape(text).replace("\r\n", "\n").replace("\r", "\n")).strip()
+    lines = body.split("\n") if body else [""]
+    head = prefix + lines[0].rstrip()
+    rest = [INDENT + ln.strip() for ln in lines[1:] if ln.strip()]
+    return "\n".join([head, *rest])
+
+
+def clip(text: str, max_tokens: int, *, marker: str = "") -> str:
+    """Shorten ``text`` to about ``max_tokens`` by cutting its middle.
+
+    Keeps the head (two thirds) and the tail (one third) and puts
+    ``[… N characters left out{marker} …]`` between them. Text within the limit is returned
+    unchanged.
+    """
+    if estimate(text) <= max_tokens:
+        return text
+    ratio = max_tokens / max(1, estimate(text))
+    keep = max(40, int(len(text) * ratio) - 40)
+    head_n = (keep * 2) // 3
+    tail_n = keep - head_n
+    omitted = len(text) - head_n - tail_n
+    return f"{text[:head_n].rstrip()} [… {omitted} characters left out{marker} …] " + (
+        text[-tail_n:].lstrip() if tail_n > 0 else ""
+    )

@@ -1,0 +1,133 @@
+"""Sessions, detected by rheo itself (seed 1): a turn more than the gap (default 2 hours) after
+the previous turn of the same profile opens a new session."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .errors import NotFound
+from .timeutil import from_stored
+
+DEFAULT_GAP_S = 2 * 3600.0
+"""The default session gap, in seconds."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """A session row: times are stored UTC text; ``turns`` counts its turns."""
+
+    id: int
+    profile: str
+    started_at: str
+    last_turn_at: str
+    turns: int
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON shape for ``rheo sessions list --json``."""
+        return {
+            "id": self.id,
+            "profile": self.profile,
+            "started_at": self.started_at,
+            "last_turn_at": self.last_turn_at,
+            "turns": self.turns,
+        }
+
+
+def _row(row: sqlite3.Row) -> Session:
+    return Session(
+        id=row["id"],
+        profile=row["profile"],
+        started_at=row["started_at"],
+        last_turn_at=row["last_turn_at"],
+        turns=row["turns"],
+    )
+
+
+def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
+    """The profile's most recent session, or None if it has none."""
+    row = conn.execute(
+        "SELECT * FROM sessions WHERE profile = ? ORDER BY id DESC LIMIT 1", (profile,)
+    ).fetchone()
+    return _row(row) if row else None
+
+
+def is_open(session: Session, now: datetime, gap_s: float) -> bool:
+    """True when a turn at ``now`` would still join ``session`` (gap not exceeded).
+
+    A clock earlier than the session's last turn (replayed history) joins it.
+    """
+    elapsed = (now - from_stored(session.last_turn_at)).total_seconds()
+    return elapsed <= gap_s
+
+
+def active_session(
+    conn: sqlite3.Connection, profile: str, now: datetime, gap_s: float
+) -> Session | None:
+    """The session a turn at ``now`` would join, or None if it would open a new one."""
+    latest = latest_session(conn, profile)
+    if latest is not None and is_open(latest, now, gap_s):
+        return latest
+    return None
+
+
+def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Session:
+    """Session ``session_id`` of ``profile``; raises NotFound otherwise."""
+    row = conn.execute(
+        "SELECT * FROM sessions WHERE id = ? AND profile = ?", (session_id, profile)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no session #{session_id} in profile {profile!r}")
+    return _row(row)
+
+
+def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Session]:
+    """The profile's last ``limit`` sessions, newest first."""
+    rows = conn.execute(
+        "SELECT * FROM sessions WHERE profile = ? ORDER BY id DESC LIMIT ?", (profile, limit)
+    ).fetchall()
+    return [_row(r) for r in rows]
+
+
+def attach_turn(
+    conn: sqlite3.Connection,
+    *,
+    profile: str,
+    ts: str,
+    gap_s: float,
+    session_id: int | None = None,
+    new_session: bool = False,
+) -> tuple[Session, bool, Session | None]:
+    """Pick (or open) the session for a turn at stored time ``ts`` and count the turn in it.
+
+    Must run inside the caller's write transaction. Returns ``(session, opened, closed)``:
+    ``opened`` when a new session was created, ``closed`` the previous session it ended.
+    Raises NotFound when ``session_id`` is not a session of ``profile``.
+    """
+    previous = latest_session(conn, profile)
+    if session_id is not None:
+        target = get_session(conn, profile, session_id)
+        opened, closed = False, None
+    elif previous is not None and not new_session and is_open(previous, from_stored(ts), gap_s):
+        target, opened, closed = previous, False, None
+    else:
+        cur = conn.execute(
+            "INSERT INTO sessions(profile, started_at, last_turn_at, turns) VALUES (?, ?, ?, 0)",
+            (profile, ts, ts),
+        )
+        assert cur.lastrowid is not None
+        target = Session(cur.lastrowid, profile, ts, ts, 0)
+        opened, closed = True, previous
+    last = max(target.last_turn_at, ts)
+    conn.execute(
+        "UPDATE sessions SET last_turn_at = ?, turns = turns + 1 WHERE id = ?", (last, target.id)
+    )
+    updated = Session(target.id, profile, target.started_at, last, target.turns + 1)
+    return updated, opened, closed
+
+
+def session_span(session: Session) -> tuple[datetime, datetime]:
+    """(start, last turn) of a session as aware UTC datetimes."""
+    return from_stored(session.started_at), from_stored(session.last_turn_at)

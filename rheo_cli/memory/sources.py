@@ -1,0 +1,197 @@
+"""Candidate lines for each context section, read from the store and ranked.
+
+Every function here reads only. Lines are already rendered and escaped (`render.entry`), so
+stored text cannot forge a header, and each carries its source row and the turns it stands for.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from datetime import datetime, tzinfo
+
+from . import digests as digest_store
+from . import items as item_store
+from . import ledger
+from .lines import CURRENT_MEMORY, CURRENT_SESSION, EPISODIC, OPEN_ITEMS, RELEVANT_HISTORY, Line
+from .render import clip, entry
+from .settings import Settings
+from .timeutil import from_stored
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def collect(
+    conn: sqlite3.Connection,
+    *,
+    profile: str,
+    message: str,
+    now: datetime,
+    tz: tzinfo | None,
+    settings: Settings,
+    session_id: int | None,
+    before_turn_id: int | None,
+    budget: int,
+) -> dict[str, list[Line]]:
+    """Candidate lines for every section, keyed by section name (see `context.ORDER`)."""
+    active = item_store.list_items(conn, profile, statuses=("active",))
+    out = {
+        OPEN_ITEMS: open_item_lines(active, now, tz, budget),
+        EPISODIC: episodic_lines(conn, profile, tz, settings, budget),
+        CURRENT_MEMORY: memory_lines(conn, profile, active, message, now, tz, settings, budget),
+        RELEVANT_HISTORY: [],
+        CURRENT_SESSION: [],
+    }
+    if session_id is not None:
+        out[CURRENT_SESSION] = session_lines(
+            conn, profile, session_id, before_turn_id, tz, settings, budget
+        )
+    return out
+
+
+def _local(stored: str, tz: tzinfo | None, *, with_time: bool = True) -> str:
+    moment = from_stored(stored)
+    if tz is not None:
+        moment = moment.astimezone(tz)
+    return moment.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
+
+
+def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
+    """``[YYYY-MM-DD HH:MM] user: `` (with ``(interrupted)``/``(error)`` marks when so)."""
+    mark = f" ({turn.status})" if turn.status in ("interrupted", "error") else ""
+    return f"[{_local(turn.ts, tz)}] {turn.role}{mark}: "
+
+
+def session_lines(
+    conn: sqlite3.Connection,
+    profile: str,
+    session_id: int,
+    before_turn_id: int | None,
+    tz: tzinfo | None,
+    settings: Settings,
+    budget: int,
+) -> list[Line]:
+    """The active session's last turns (seed 1: ~12), newest ranked highest.
+
+    Empty failed replies are left out; a turn longer than about a third of the budget is
+    clipped in the middle, with its id in the marker so the full text can be looked up.
+    """
+    turns = ledger.session_turns(
+        conn, profile, session_id, limit=settings.session_turns + 4, before_id=before_turn_id
+    )
+    turns = [t for t in turns if t.content.strip()][-settings.session_turns :]
+    per_line = max(60, int(budget * 0.35))
+    lines = []
+    for n, turn in enumerate(turns):
+        body = clip(turn.content, per_line, marker=f"; full text in turn #{turn.id}")
+        lines.append(
+            Line(
+                text=entry(turn_prefix(turn, tz), body),
+                source=f"turn:{turn.id}",
+                rank=float(n),
+                order=(float(turn.id),),
+                why="recent turn of this session",
+                turn_ids=(turn.id,),
+            )
+        )
+    return lines
+
+
+def open_item_lines(
+    active: list[item_store.MemoryItem], now: datetime, tz: tzinfo | None, budget: int
+) -> list[Line]:
+    """Open commitments (category ``open_item``), soonest due first, then newest."""
+    per_line = max(40, int(budget * 0.1))
+    lines = []
+    for item in active:
+        if item.category != "open_item":
+            continue
+        when = f"since {_local(item.created_at, tz, with_time=False)}"
+        if item.due_at:
+            when += f", due {_local(item.due_at, tz, with_time=False)}"
+        due_key = from_stored(item.due_at).timestamp() if item.due_at else float("inf")
+        lines.append(
+            Line(
+                text=entry(f"- ({when}) ", clip(item.content_text(), per_line)),
+                source=f"item:{item.id}",
+                rank=-due_key / 1e10 + item.id / 1e12 + (1.0 if item.pinned else 0.0),
+                order=(due_key, float(item.id)),
+                why="open commitment" + (f", due {item.due_at[:10]}" if item.due_at else ""),
+                turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
+            )
+        )
+    return lines
+
+
+def episodic_lines(
+    conn: sqlite3.Connection, profile: str, tz: tzinfo | None, settings: Settings, budget: int
+) -> list[Line]:
+    """The last digests (seed 1: five), newest first, each dated with its session's end."""
+    per_line = max(60, int(budget * 0.15))
+    lines = []
+    for n, digest in enumerate(digest_store.recent_digests(conn, profile, settings.digests)):
+        body = digest.narrative
+        if digest.decisions:
+            body += "\nDecided: " + "; ".join(digest.decisions)
+        lines.append(
+            Line(
+                text=entry(f"[{_local(digest.ended_at, tz)}] ", clip(body, per_line)),
+                source=f"digest:{digest.id}",
+                rank=-float(n),
+                order=(float(n),),
+                why=f"digest of session #{digest.session_id}",
+                turn_ids=tuple(digest.source_turn_ids),
+            )
+        )
+    return lines
+
+
+def memory_lines(
+    conn: sqlite3.Connection,
+    profile: str,
+    active: list[item_store.MemoryItem],
+    message: str,
+    now: datetime,
+    tz: tzinfo | None,
+    settings: Settings,
+    budget: int,
+) -> list[Line]:
+    """Active facts: those whose topic or content match words of the message first (FTS5
+    over items, seed 2's topic-match boosting), then by effective confidence after decay."""
+    matched = {item.id for item, _ in item_store.search_items(conn, profile, message, limit=200)}
+    message_words = {w.lower() for w in _WORD.findall(message)}
+    per_line = max(40, int(budget * 0.1))
+    lines = []
+    for item in active:
+        if item.category == "open_item":
+            continue
+        confidence = item.effective(now, settings)
+        hit = item.id in matched
+        flags = [item.category, _local(item.reinforced_at, tz, with_time=False)]
+        if item.pinned:
+            flags.append("pinned")
+        text = entry(f"- ({', '.join(flags)}) ", clip(item.content_text(), per_line))
+        if item.conflict_with:
+            text += (
+                f"\n    (contradicts earlier fact #{item.conflict_with}; both were confident: "
+                "confirm with the person if it matters)"
+            )
+        if hit:
+            words = sorted(
+                message_words
+                & {w.lower() for w in _WORD.findall(f"{item.topic} {item.content_text()}")}
+            )
+            why = "matched: " + ", ".join(words[:6]) if words else "matched message (stemmed)"
+        else:
+            why = f"confidence {confidence:.2f}"
+        lines.append(
+            Line(
+                text=text,
+                source=f"item:{item.id}",
+                rank=(1.0 if hit else 0.0) + confidence + (0.5 if item.pinned else 0.0),
+                order=(-(1.0 if hit else 0.0), -confidence, -float(item.id)),
+                why=why,
+                turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
+            )
+        )
+    return lines

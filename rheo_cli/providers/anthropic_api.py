@@ -1,0 +1,243 @@
+"""The Anthropic Messages API through the official ``anthropic`` SDK (the default provider).
+
+The SDK takes about two seconds to import on a small machine, so it is imported only for a
+model call; `preload` starts that import on a thread so ``rheo ask`` can open the store and
+assemble the context meanwhile. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
+``ANTHROPIC_BASE_URL`` are read by the SDK itself; rheo never stores or prints the key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from .base import (
+    ChatRequest,
+    Event,
+    Finished,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    Usage,
+)
+
+_preload_thread: threading.Thread | None = None
+
+
+def preload() -> None:
+    """Start importing the SDK on a daemon thread (idempotent; errors surface at call time)."""
+    global _preload_thread
+    if _preload_thread is not None:
+        return
+
+    def _import() -> None:
+        # An import failure is reported when the provider is used, not here.
+        with contextlib.suppress(Exception):
+            import anthropic  # noqa: F401
+
+    _preload_thread = threading.Thread(target=_import, name="rheo-sdk-import", daemon=True)
+    _preload_thread.start()
+
+
+def has_credentials(environ: dict[str, str] | None = None) -> bool:
+    """True when ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` is set and non-empty."""
+    env = os.environ if environ is None else environ
+    return bool(env.get("ANTHROPIC_API_KEY", "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", ""))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class AnthropicProvider:
+    """`Provider` over ``anthropic.Anthropic``. ``timeout_s`` bounds connecting and each wait
+    for data (seconds); ``max_retries`` is the SDK's automatic retry count for 408/409/429/5xx
+    and connection errors, which honours the API's ``retry-after`` headers."""
+
+    name = "anthropic"
+
+    def __init__(self, *, timeout_s: float = 120.0, max_retries: int = 2) -> None:
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self._client: Any = None
+
+    def _sdk_client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        if not has_credentials():
+            raise ProviderError(
+                "no_key", "ANTHROPIC_API_KEY is not set: export your API key to chat with Claude"
+            )
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise ProviderError(
+                "unavailable", f"the anthropic SDK is not installed: {exc}"
+            ) from None
+        self._client = anthropic.Anthropic(timeout=self.timeout_s, max_retries=self.max_retries)
+        return self._client
+
+    @staticmethod
+    def _params(request: ChatRequest) -> dict[str, Any]:
+        system = []
+        for block in request.system:
+            item: dict[str, Any] = {"type": "text", "text": block.text}
+            if block.cache:
+                item["cache_control"] = {"type": "ephemeral"}
+            system.append(item)
+        params: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "system": system,
+            "messages": request.messages,
+        }
+        if request.tools:
+            params["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+                for t in request.tools
+            ]
+        return params
+
+    def stream(self, request: ChatRequest) -> Iterator[Event]:
+        """Stream one call: TextDelta events as they arrive, then ToolCall events for any
+        tool_use blocks, then Finished. Raises ProviderError (kind ``stream_broken`` when the
+        connection drops after text began)."""
+        client = self._sdk_client()
+        started = False
+        try:
+            with client.messages.stream(**self._params(request)) as stream:
+                for event in stream:
+                    if event.type == "text" and event.text:
+                        started = True
+                        yield TextDelta(event.text)
+                final = stream.get_final_message()
+            if final.stop_reason is None:
+                # The SDK accepts a stream that ends without message_stop; rheo does not.
+                raise ProviderError(
+                    "stream_broken", "the reply stream ended before the reply was complete"
+                )
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every SDK/transport failure becomes one line
+            raise self._translate(exc, started=started) from None
+        yield from _final_events(final)
+
+    def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
+        """One non-streamed call; returns the concatenated text blocks, usage and model."""
+        client = self._sdk_client()
+        try:
+            message = client.messages.create(**self._params(request))
+        except Exception as exc:  # noqa: BLE001
+            raise self._translate(exc, started=False) from None
+        text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+        return text, _usage(message.usage), str(message.model)
+
+    def _translate(self, exc: Exception, *, started: bool) -> ProviderError:
+        try:
+            import anthropic
+        except ImportError:  # pragma: no cover - the call could not have been made
+            return ProviderError("other", _one_line(str(exc)))
+        if isinstance(exc, anthropic.APITimeoutError):
+            return ProviderError(
+                "timeout", f"the model call timed out (no data for {self.timeout_s:g} s)"
+            )
+        if isinstance(exc, anthropic.APIConnectionError):
+            if started:
+                return ProviderError("stream_broken", "the reply stream broke off before it ended")
+            cause = exc.__cause__ or exc.__context__ or exc
+            base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+            return ProviderError(
+                "connection", f"cannot reach the API at {base}: {_one_line(str(cause), 160)}"
+            )
+        if isinstance(exc, anthropic.APIStatusError):
+            return _status_error(exc)
+        transport = type(exc).__module__.split(".")[0].startswith(("httpx", "httpcore", "h11"))
+        if transport and "Timeout" in type(exc).__name__:
+            return ProviderError(
+                "timeout", f"the model call timed out (no data for {self.timeout_s:g} s)"
+            )
+        if started or transport:
+            return ProviderError(
+                "stream_broken", f"the reply stream broke off: {_one_line(str(exc), 160)}"
+            )
+        return ProviderError("other", f"the model call failed: {_one_line(str(exc))}")
+
+
+def _status_error(exc: Any) -> ProviderError:
+    status = int(getattr(exc, "status_code", 0) or 0)
+    body = getattr(exc, "body", None)
+    err_type, detail = "", ""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            err_type = str(err.get("type", ""))
+            detail = str(err.get("message", ""))
+    detail = _one_line(detail or str(getattr(exc, "message", "")) or str(exc), 200)
+    if status == 401 or err_type == "authentication_error":
+        return ProviderError(
+            "auth", "the API refused the key (401): check ANTHROPIC_API_KEY", status=status
+        )
+    if status == 403 or err_type == "permission_error":
+        return ProviderError("permission", f"the API denied access (403): {detail}", status=status)
+    if status == 429 or err_type == "rate_limit_error":
+        return ProviderError(
+            "rate_limit",
+            f"rate limited by the API (429): {detail}; try again shortly",
+            status=status,
+        )
+    if status == 529 or err_type == "overloaded_error":
+        return ProviderError(
+            "overloaded", "the API is overloaded (529); try again in a moment", status=status
+        )
+    if status == 413 or "too long" in detail.lower() or err_type == "request_too_large":
+        return ProviderError(
+            "too_large",
+            f"the request is too large for the model ({status}): {detail}",
+            status=status,
+        )
+    if status == 404 or err_type == "not_found_error":
+        return ProviderError("not_found", f"not found ({status}): {detail}", status=status)
+    if status == 400 or err_type == "invalid_request_error":
+        return ProviderError(
+            "bad_request", f"the API refused the request (400): {detail}", status=status
+        )
+    if status >= 500 or err_type == "api_error":
+        return ProviderError(
+            "server", f"the API failed ({status or err_type}): {detail}", status=status
+        )
+    return ProviderError("other", f"the API answered {status}: {detail}", status=status)
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    return Usage(
+        input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
+        cache_read_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+        cache_write_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
+    )
+
+
+def _final_events(final: Any) -> Iterator[Event]:
+    content: list[dict[str, Any]] = []
+    for block in final.content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            content.append({"type": "text", "text": block.text})
+        elif kind == "tool_use":
+            tool_input = block.input if isinstance(block.input, dict) else {}
+            content.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input}
+            )
+            yield ToolCall(id=block.id, name=block.name, input=tool_input)
+    yield Finished(
+        stop_reason=str(final.stop_reason or "end_turn"),
+        usage=_usage(final.usage),
+        model=str(final.model),
+        content=content,
+    )

@@ -1,0 +1,140 @@
+"""The provider contract: stream a reply (text, tool calls), report usage, fail in one line.
+
+Requests and messages use the Anthropic Messages API's shapes (content blocks, ``tool_use`` and
+``tool_result``), the common ground every backend here translates to and from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass(frozen=True)
+class SystemBlock:
+    """A piece of the system prompt; ``cache`` marks the end of a prompt-cache prefix."""
+
+    text: str
+    cache: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: name, description, JSON Schema of its input."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass
+class ChatRequest:
+    """One model call. ``messages`` are Messages-API dicts (role, content blocks)."""
+
+    model: str
+    system: list[SystemBlock]
+    messages: list[dict[str, Any]]
+    max_tokens: int = 4096
+    tools: list[ToolSpec] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a call used, as the provider reported them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of reply text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """The model asks to run tool ``name`` with ``input``; ``id`` pairs it with its result."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """The call ended: why (``end_turn``, ``tool_use``, ``max_tokens``...), usage, model, and
+    the assistant content blocks to send back when the tool loop continues."""
+
+    stop_reason: str
+    usage: Usage
+    model: str
+    content: list[dict[str, Any]]
+
+
+Event = TextDelta | ToolCall | Finished
+
+ErrorKind = Literal[
+    "no_key",
+    "auth",
+    "permission",
+    "rate_limit",
+    "overloaded",
+    "server",
+    "bad_request",
+    "too_large",
+    "not_found",
+    "timeout",
+    "connection",
+    "stream_broken",
+    "unavailable",
+    "other",
+]
+
+
+class ProviderError(Exception):
+    """A model call failed. ``kind`` classifies it; the message is one line for a person;
+    ``retryable`` says whether trying again later may help."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        """True for rate limits, overload, server errors, timeouts and broken connections."""
+        return self.kind in (
+            "rate_limit",
+            "overloaded",
+            "server",
+            "timeout",
+            "connection",
+            "stream_broken",
+        )
+
+
+class Provider(Protocol):
+    """A model backend."""
+
+    name: str
+
+    def stream(self, request: ChatRequest) -> Iterator[Event]:
+        """Yield TextDelta/ToolCall events, then exactly one Finished; raise ProviderError."""
+        ...
+
+    def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
+        """One non-streamed call: ``(text, usage, model)``; raises ProviderError."""
+        ...

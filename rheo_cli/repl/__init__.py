@@ -1,0 +1,1 @@
+"""The interactive REPL (prompt-toolkit): a thin shell over the Assistant."""

@@ -1,0 +1,90 @@
+"""The REPL loop: read a line, run a slash command or a turn, show the streamed reply.
+
+Input: persistent history (per profile), Esc+Enter for a new line, bracketed paste (multi-line
+pastes arrive whole), Ctrl-C clears the line or stops a reply in progress (the partial reply is
+kept, marked interrupted), Ctrl-D on an empty line exits.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from ..runtime import Runtime
+from . import commands
+
+PROMPT = "› "
+
+
+def _key_bindings() -> Any:
+    from prompt_toolkit.key_binding import KeyBindings
+
+    kb = KeyBindings()
+
+    @kb.add("escape", "enter")
+    def _newline(event: Any) -> None:
+        event.current_buffer.insert_text("\n")
+
+    return kb
+
+
+def make_session(rt: Runtime, *, input: Any = None, output: Any = None) -> Any:
+    """A prompt-toolkit PromptSession with rheo's history file and key bindings."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    from ..memory.db import ensure_private_dir
+
+    history: Any
+    try:
+        ensure_private_dir(rt.paths.history.parent)
+        history = FileHistory(str(rt.paths.history))
+    except OSError:
+        history = InMemoryHistory()
+    return PromptSession(
+        history=history,
+        key_bindings=_key_bindings(),
+        multiline=False,
+        input=input,
+        output=output,
+        enable_history_search=True,
+    )
+
+
+def run_repl(
+    rt: Runtime,
+    *,
+    new_session: bool = False,
+    input: Any = None,
+    output: Any = None,
+    out: TextIO | None = None,
+    rendered: bool | None = None,
+) -> None:
+    """Run the REPL until ``/exit`` or Ctrl-D. ``input``/``output`` are prompt-toolkit's (tests
+    pass a pipe input and a dummy output); replies and notices go to ``out`` (stdout)."""
+    from ..cli.wiring import make_assistant
+
+    stream = out or sys.stdout
+    show_rendered = stream.isatty() if rendered is None else rendered
+    session = make_session(rt, input=input, output=output)
+    state = commands.ReplState(
+        rt=rt,
+        assistant=make_assistant(rt),
+        out=stream,
+        rendered=show_rendered,
+        force_new=new_session,
+    )
+    state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
+    while not state.done:
+        try:
+            text = session.prompt(PROMPT)
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            break
+        if not text.strip():
+            continue
+        if text.lstrip().startswith("/"):
+            commands.run_slash(state, text.strip())
+        else:
+            commands.run_turn(state, text)

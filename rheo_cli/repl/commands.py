@@ -1,0 +1,129 @@
+"""What the REPL does with a line: a turn with the model, or a slash command."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from ..assistant import Assistant, TurnFailed, TurnInterrupted
+from ..runtime import Runtime
+
+HELP = """\
+/help             this list
+/new              start a new session with the next message
+/context [TEXT]   show the context rheo would inject for TEXT
+/history QUERY    search earlier turns
+/exit             leave (Ctrl-D too)
+Esc+Enter adds a line; Ctrl-C stops a reply (the part received is kept)."""
+
+
+@dataclass
+class ReplState:
+    """The REPL's state between lines."""
+
+    rt: Runtime
+    assistant: Assistant
+    out: TextIO
+    rendered: bool
+    force_new: bool = False
+    done: bool = False
+
+    def say(self, text: str) -> None:
+        """Print a notice line."""
+        self.out.write(text + "\n")
+        self.out.flush()
+
+
+def run_turn(state: ReplState, text: str) -> None:
+    """Send ``text`` to the model and show the streamed reply; errors become one line."""
+    from ..cli.stream import ReplyWriter
+    from ..providers.anthropic_api import has_credentials
+
+    if not has_credentials():
+        state.say("rheo: ANTHROPIC_API_KEY is not set: export your API key to chat with Claude")
+        return
+    writer = ReplyWriter(rendered=state.rendered, out=state.out)
+    new = state.force_new
+    state.force_new = False
+    try:
+        state.assistant.turn(text, new_session=new, on_text=writer)
+        writer.finish()
+    except TurnInterrupted as exc:
+        writer.finish()
+        state.say(f"\n[interrupted — the partial reply is kept as turn #{exc.turn.id}]")
+    except TurnFailed as exc:
+        writer.finish()
+        state.say(f"rheo: {exc.error}")
+
+
+def _new(state: ReplState, arg: str) -> None:
+    state.force_new = True
+    state.say("The next message starts a new session.")
+
+
+def _help(state: ReplState, arg: str) -> None:
+    state.say(HELP)
+
+
+def _exit(state: ReplState, arg: str) -> None:
+    state.done = True
+
+
+def _context(state: ReplState, arg: str) -> None:
+    from ..assistant import preview
+    from ..cli.wiring import tool_specs
+
+    info = preview(state.rt, arg, tools=tool_specs())
+    for section in info["sections"]:
+        state.say(section["text"])
+        state.say("")
+    state.say(
+        f"({info['context_tokens']} of {info['budget']} tokens; "
+        f"{'session #' + str(info['session_id']) if info['session_id'] else 'new session'})"
+    )
+
+
+def _history(state: ReplState, arg: str) -> None:
+    from ..cli.output import local, preview
+    from ..memory import ledger
+
+    if not arg.strip():
+        state.say("usage: /history QUERY")
+        return
+    found = ledger.search_turns(state.rt.conn, state.rt.profile, arg, limit=10)
+    if not found:
+        state.say("(no turns)")
+    now = state.rt.now()
+    for turn, _ in found:
+        state.say(
+            f"#{turn.id:<6} {local(turn.ts, now)}  {turn.role:<9} {preview(turn.content, 90)}"
+        )
+
+
+SLASH: dict[str, Callable[[ReplState, str], None]] = {
+    "/help": _help,
+    "/?": _help,
+    "/new": _new,
+    "/context": _context,
+    "/history": _history,
+    "/exit": _exit,
+    "/quit": _exit,
+}
+
+
+def run_slash(state: ReplState, line: str) -> None:
+    """Run a slash command line; unknown commands get a one-line hint."""
+    name, _, arg = line.partition(" ")
+    handler = SLASH.get(name.lower())
+    if handler is None:
+        state.say(f"rheo: unknown command {name}; /help lists them")
+        return
+    try:
+        handler(state, arg.strip())
+    except Exception as exc:  # noqa: BLE001 - a slash command never ends the REPL
+        from ..memory.errors import EngineError
+
+        if not isinstance(exc, EngineError):
+            raise
+        state.say(f"rheo: {exc}")

@@ -1,0 +1,98 @@
+"""Wiring done once per process: profile, paths, config, clock, store and provider.
+
+Commands build one `Runtime` and ask it for what they need; the store is opened and the
+provider created only on first use, so commands that need no model never import an SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from . import clock as clock_mod
+from . import config as config_mod
+from .errors import ConfigError, UsageError
+from .memory import db
+from .memory.errors import InvalidInput
+from .memory.profiles import DEFAULT_PROFILE, check_profile
+from .memory.settings import Settings
+from .paths import Paths, resolve
+
+if TYPE_CHECKING:
+    from .providers.base import Provider
+
+
+@dataclass
+class Runtime:
+    """What a command works with. ``model`` is resolved: ``-m`` > ``RHEO_MODEL`` > config."""
+
+    profile: str
+    paths: Paths
+    config: config_mod.Config
+    clock: clock_mod.Clock
+    model: str
+    _conn: sqlite3.Connection | None = field(default=None, repr=False)
+    _provider: Provider | None = field(default=None, repr=False)
+
+    @property
+    def settings(self) -> Settings:
+        """The memory engine's settings from config.toml."""
+        return self.config.engine
+
+    def now(self) -> datetime:
+        """The current instant (aware), from ``RHEO_NOW`` or the system clock."""
+        return self.clock()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The open store (opened, created and migrated on first use)."""
+        if self._conn is None:
+            self._conn = db.open_store(self.paths.db)
+        return self._conn
+
+    def provider(self) -> Provider:
+        """The chat provider (created on first use; its SDK is imported only then)."""
+        if self._provider is None:
+            from .providers.anthropic_api import AnthropicProvider
+
+            self._provider = AnthropicProvider(timeout_s=self.config.timeout_s)
+        return self._provider
+
+    def set_provider(self, provider: Provider) -> None:
+        """Use ``provider`` instead of the configured one (tests, alternative backends)."""
+        self._provider = provider
+
+    def close(self) -> None:
+        """Close the store if it was opened."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def build(
+    *,
+    profile: str | None = None,
+    model: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> Runtime:
+    """Resolve everything from options and the environment.
+
+    Raises UsageError for a bad profile name, ConfigError for a bad config file or RHEO_NOW.
+    """
+    env = dict(os.environ) if environ is None else environ
+    name = profile or env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
+    try:
+        check_profile(name)
+    except InvalidInput as exc:
+        raise UsageError(str(exc)) from None
+    paths = resolve(name, env)
+    cfg = config_mod.load(paths.config)
+    chosen = (model or env.get("RHEO_MODEL", "") or cfg.model).strip()
+    if not chosen:
+        raise ConfigError("the model name is empty")
+    return Runtime(
+        profile=name, paths=paths, config=cfg, clock=clock_mod.from_env(env), model=chosen
+    )

@@ -1,0 +1,103 @@
+"""Inspection commands: history, sessions, context, with --json shapes."""
+
+from __future__ import annotations
+
+import json
+
+from fakeapi import text
+
+
+def seed(rheo, api, monkeypatch):
+    monkeypatch.setenv("RHEO_NOW", "2026-04-01T09:00:00+00:00")
+    api.queue(text("Tomatoes like sun."), text("Water them daily."))
+    rheo("ask", "How do I grow tomatoes?")
+    monkeypatch.setenv("RHEO_NOW", "2026-04-01T09:05:00+00:00")
+    rheo("ask", "And watering?")
+
+
+def test_history_recent_and_search_json(rheo, api, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    recent = json.loads(rheo("history", "recent", "--json").stdout)
+    assert [t["role"] for t in recent] == ["user", "assistant", "user", "assistant"]
+    for turn in recent:
+        assert {"id", "role", "content", "ts", "session_id"} <= set(turn)
+    assert recent[0]["ts"] == "2026-04-01T09:00:00.000Z"
+    assert json.loads(rheo("history", "recent", "-n", "1", "--json").stdout)[0]["content"] == (
+        "Water them daily."
+    )
+    found = json.loads(rheo("history", "search", "tomato", "--json").stdout)
+    assert [t["id"] for t in found][:2] and all("omato" in t["content"] for t in found)
+    assert "score" in found[0]
+
+
+def test_history_text_output(rheo, api, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    out = rheo("history", "recent").stdout.splitlines()
+    assert out[0].startswith("#1") and "2026-04-01 09:00" in out[0]
+    assert "How do I grow tomatoes?" in out[0]
+    assert rheo("history", "search", "C++ (").stdout.strip() == "(no turns)"
+
+
+def test_sessions_list_json(rheo, api, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    sessions = json.loads(rheo("sessions", "list", "--json").stdout)
+    assert sessions == [
+        {
+            "id": 1,
+            "profile": "default",
+            "started_at": "2026-04-01T09:00:00.000Z",
+            "last_turn_at": "2026-04-01T09:05:00.000Z",
+            "turns": 4,
+        }
+    ]
+
+
+def test_context_json_shows_sections_and_messages_without_a_model_call(rheo, api, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    calls = len(api.requests)
+    out = json.loads(rheo("context", "--json", "what", "next?").stdout)
+    assert len(api.requests) == calls  # no model call
+    assert [s["name"] for s in out["sections"]] == ["CURRENT SESSION"]
+    section = out["sections"][0]
+    assert set(section) >= {"name", "text", "tokens"}
+    assert section["tokens"] > 0 and "Water them daily." in section["text"]
+    assert out["messages"][0]["role"] == "user"
+    assert out["messages"][0]["content"][-1]["text"].endswith("---\nwhat next?")
+    assert out["system"][0]["text"].startswith("You are rheo")
+    assert out["context_tokens"] <= out["budget"] == 2000
+    # the request is exactly what ask would send next
+    api.queue(text("ok"))
+    rheo("ask", "what", "next?")
+    assert api.last.body["messages"] == out["messages"]
+
+
+def test_context_text_output_lists_tokens_per_section(rheo, api, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    out = rheo("context", "--explain", "hello").stdout
+    assert "=== CURRENT SESSION ===" in out
+    assert "CURRENT SESSION" in out.split("tokens (estimated)")[1]
+    assert "turn:1" in out and "context total" in out
+
+
+def test_context_budget_option(rheo, api, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    out = json.loads(rheo("context", "--json", "--budget", "30", "x").stdout)
+    assert out["context_tokens"] <= 30
+
+
+def test_no_args_help_for_groups(rheo):
+    result = rheo("history")
+    assert "search" in result.stdout + result.stderr
+
+
+def test_every_command_has_help_text(rheo):
+    import typer.main
+
+    from rheo_cli.cli.main import app
+
+    root = typer.main.get_command(app)
+    stack = [root]
+    while stack:
+        cmd = stack.pop()
+        assert (cmd.help or "").strip(), cmd.name
+        stack.extend(getattr(cmd, "commands", {}).values())

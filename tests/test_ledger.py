@@ -1,0 +1,200 @@
+"""The ledger: append-only turns, FTS5 search that never chokes, sessions detected by gap."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rheo_cli.memory import db, ledger, sessions
+from rheo_cli.memory.errors import InvalidInput
+
+T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+GAP = 2 * 3600.0
+
+
+@pytest.fixture
+def conn(tmp_path):
+    c = db.open_store(tmp_path / "l.db")
+    yield c
+    c.close()
+
+
+def add(conn, content, when, role="user", profile="default", **kw):
+    if role == "assistant":
+        kw.setdefault("status", "ok")
+    return ledger.append_turn(
+        conn, profile=profile, role=role, content=content, now=when, gap_s=GAP, **kw
+    )
+
+
+def test_turn_fields_are_stored(conn):
+    t = add(conn, "hello", T0).turn
+    r = add(
+        conn,
+        "hi",
+        T0 + timedelta(seconds=3),
+        role="assistant",
+        model="m1",
+        session_id=t.session_id,
+        usage=ledger.Usage(10, 5, 2, 1),
+    ).turn
+    got = ledger.get_turn(conn, "default", r.id)
+    assert got.role == "assistant" and got.model == "m1" and got.status == "ok"
+    assert got.usage == ledger.Usage(10, 5, 2, 1)
+    assert got.ts == "2026-05-01T09:00:03.000Z"
+    assert ledger.get_turn(conn, "default", t.id).ts == "2026-05-01T09:00:00.000Z"
+
+
+def test_timestamps_are_utc_whatever_the_clock_offset(conn):
+    from datetime import timezone
+
+    local = datetime(2026, 5, 1, 11, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert add(conn, "x", local).turn.ts == "2026-05-01T09:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE turns SET content = 'changed'",
+        "UPDATE turns SET ts = '2000-01-01T00:00:00.000Z'",
+        "DELETE FROM turns",
+        "DELETE FROM turns WHERE id = 1",
+    ],
+)
+def test_database_refuses_edits_and_deletes(conn, sql):
+    add(conn, "keep me", T0)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute(sql)
+    assert ledger.get_turn(conn, "default", 1).content == "keep me"
+
+
+def test_role_and_status_are_checked(conn):
+    with pytest.raises(InvalidInput):
+        add(conn, "x", T0, role="system")
+    with pytest.raises(InvalidInput):
+        add(conn, "x", T0, role="assistant", status="weird")
+    with pytest.raises(InvalidInput):
+        add(conn, "x", T0, status="ok")
+
+
+def test_fts_index_follows_inserts_with_stemming(conn):
+    add(conn, "We planted tomatoes in the greenhouse", T0)
+    add(conn, "Nothing about vegetables", T0)
+    found = ledger.search_turns(conn, "default", "tomato greenhouses")
+    assert [t.content for t, _ in found] == ["We planted tomatoes in the greenhouse"]
+
+
+WEIRD = [
+    "C++",
+    '"quoted"',
+    "AND",
+    "OR",
+    "NOT",
+    "-x",
+    "a:b",
+    "*",
+    "(",
+    ")",
+    "NEAR(a b)",
+    '"unbalanced',
+    "😀",
+    "東京",
+    "東京都に住んでいます",
+    "a AND",
+    "^start",
+    "col:val*",
+    "{x y}",
+    "'",
+    "''",
+    '""',
+    "x\x00y",
+    "   ",
+    "",
+    "💡 idea",
+    "naïve café",
+    "a - b",
+    "1.5",
+    "foo*bar",
+    "*foo",
+    "+plus",
+]
+
+
+@pytest.mark.parametrize("query", WEIRD)
+def test_any_query_text_searches_without_error(conn, query):
+    add(conn, "I code in C++ and visit 東京 😀 with a:b quoted naïve café", T0)
+    result = ledger.search_turns(conn, "default", query)
+    assert isinstance(result, list)
+    result_any = ledger.search_turns(conn, "default", query, any_term=True)
+    assert isinstance(result_any, list)
+
+
+def test_special_queries_find_what_they_should(conn):
+    add(conn, "I code in C++ daily", T0)
+    add(conn, "ratio a:b matters", T0)
+    add(conn, "naïve café", T0)
+    assert ledger.search_turns(conn, "default", "C++")[0][0].content == "I code in C++ daily"
+    assert ledger.search_turns(conn, "default", "a:b")[0][0].content == "ratio a:b matters"
+    assert ledger.search_turns(conn, "default", "cafe naive")[0][0].content == "naïve café"
+    assert ledger.search_turns(conn, "default", '"code in"')[0][0].content.startswith("I code")
+    assert ledger.search_turns(conn, "default", "dail*")[0][0].content.startswith("I code")
+    assert ledger.search_turns(conn, "default", "AND") == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(query=st.text(max_size=40))
+def test_hypothesis_search_never_raises(tmp_path_factory, query):
+    path = tmp_path_factory.mktemp("h") / "h.db"
+    conn = db.open_store(path)
+    add(conn, "some stored text", T0)
+    ledger.search_turns(conn, "default", query)
+    ledger.search_turns(conn, "default", query, any_term=True)
+    conn.close()
+
+
+def test_profiles_never_see_each_other(conn):
+    add(conn, "secret work plan", T0, profile="work")
+    add(conn, "home plan", T0, profile="home")
+    assert [t.content for t, _ in ledger.search_turns(conn, "home", "plan")] == ["home plan"]
+    assert [t.content for t in ledger.recent_turns(conn, "work")] == ["secret work plan"]
+    with pytest.raises(Exception, match="no turn"):
+        ledger.get_turn(conn, "home", 1)
+    assert [s.profile for s in sessions.list_sessions(conn, "home")] == ["home"]
+
+
+def test_gap_over_two_hours_opens_a_new_session(conn):
+    a = add(conn, "one", T0)
+    b = add(conn, "two", T0 + timedelta(hours=1, minutes=59))
+    c = add(conn, "three", T0 + timedelta(hours=1, minutes=59) + timedelta(hours=2))
+    d = add(conn, "four", T0 + timedelta(hours=1, minutes=59) + timedelta(hours=4, seconds=1))
+    assert a.opened_session and not b.opened_session and not c.opened_session
+    assert a.turn.session_id == b.turn.session_id == c.turn.session_id
+    assert d.opened_session and d.turn.session_id != c.turn.session_id
+    assert d.closed_session is not None and d.closed_session.id == a.turn.session_id
+    s = sessions.get_session(conn, "default", a.turn.session_id)
+    assert s.turns == 3 and s.started_at == "2026-05-01T09:00:00.000Z"
+
+
+def test_sessions_are_per_profile(conn):
+    a = add(conn, "x", T0, profile="a")
+    b = add(conn, "y", T0 + timedelta(minutes=1), profile="b")
+    a2 = add(conn, "z", T0 + timedelta(minutes=2), profile="a")
+    assert a.turn.session_id == a2.turn.session_id != b.turn.session_id
+
+
+def test_new_session_forced(conn):
+    a = add(conn, "x", T0)
+    b = add(conn, "y", T0 + timedelta(minutes=1), new_session=True)
+    assert b.opened_session and b.turn.session_id != a.turn.session_id
+
+
+def test_assistant_reply_joins_its_question_session_even_after_gap(conn):
+    q = add(conn, "long question", T0)
+    r = add(
+        conn, "slow answer", T0 + timedelta(hours=3), role="assistant", session_id=q.turn.session_id
+    )
+    assert r.turn.session_id == q.turn.session_id and not r.opened_session
