@@ -131,6 +131,7 @@ class Assistant:
         tools: list[Any] | None = None,
         run_tool: ToolRunner | None = None,
         after_reply: Callable[[ledger.Turn, ledger.Turn], None] | None = None,
+        # after_reply runs for complete and interrupted replies (not failed ones).
         on_session_closed: Callable[[int], None] | None = None,
     ) -> None:
         self.rt = rt
@@ -231,6 +232,8 @@ class Assistant:
                         on_text("\n\n")
         except KeyboardInterrupt:
             turn = self._record(user_turn, "".join(parts), "interrupted", usage, model, calls)
+            if self.after_reply is not None:
+                self.after_reply(user_turn, turn)
             raise TurnInterrupted(turn) from None
         except ProviderError as exc:
             turn = self._record(

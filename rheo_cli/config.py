@@ -31,6 +31,8 @@ from .memory.settings import Settings
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_EXTRACT_MODEL = "claude-haiku-5-5"
+FALLBACK_PROVIDERS = ("anthropic",)
+"""Providers an extraction fallback may name (more come with more providers)."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Config:
     max_tokens: int = 4096
     timeout_s: float = 120.0
     extract_model: str = DEFAULT_EXTRACT_MODEL
+    extract_fallback: tuple[str, ...] = ()
     engine: Settings = Settings()
 
 
@@ -49,7 +52,7 @@ _KNOWN = {
     "context": {"budget"},
     "session": {"gap_hours"},
     "memory": {"cap", "floor", "decay_days"},
-    "extraction": {"model"},
+    "extraction": {"model", "fallback"},
 }
 
 
@@ -109,10 +112,23 @@ def load(path: Path) -> Config:
     )
     max_tokens = _number(data, "max_tokens", "", lo=1, hi=1_000_000)
     timeout = _number(data, "timeout", "", lo=1, hi=3600)
+    fallback = ext.get("fallback", [])
+    if isinstance(fallback, str):
+        fallback = [fallback]
+    if not isinstance(fallback, list) or not all(isinstance(f, str) for f in fallback):
+        raise ConfigError('[extraction] fallback must be a list of "provider:model" strings')
+    for spec in fallback:
+        kind, _, name = spec.partition(":")
+        if kind not in FALLBACK_PROVIDERS or not name.strip():
+            raise ConfigError(
+                f'[extraction] fallback {spec!r}: use "provider:model" with provider one of '
+                f"{', '.join(FALLBACK_PROVIDERS)}"
+            )
     return Config(
         model=_string(data, "model", "") or DEFAULT_MODEL,
         max_tokens=int(max_tokens) if max_tokens is not None else 4096,
         timeout_s=timeout if timeout is not None else 120.0,
         extract_model=_string(ext, "model", "[extraction] ") or DEFAULT_EXTRACT_MODEL,
+        extract_fallback=tuple(fallback),
         engine=engine,
     )

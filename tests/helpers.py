@@ -21,8 +21,10 @@ def run_rheo(
     env: dict[str, str] | None = None,
     timeout: float = 60,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``python -m rheo_cli ARGS`` in a subprocess with the network guard installed."""
-    full = netguard.subprocess_env({**os.environ, **(env or {})})
+    """Run ``python -m rheo_cli ARGS`` in a subprocess with the network guard installed.
+
+    ``env`` is the whole environment when given (else this process's)."""
+    full = netguard.subprocess_env(dict(os.environ) if env is None else env)
     data = input.encode() if isinstance(input, str) else input
     return subprocess.run(
         [sys.executable, "-m", "rheo_cli", *args],
@@ -57,3 +59,53 @@ def request_text(recorded: Any) -> str:
             if block.get("type") == "text":
                 parts.append(block["text"])
     return "\n".join(parts)
+
+
+def kind_of(recorded: Any) -> str:
+    """``"extract"``, ``"digest"`` or ``"chat"``: which of rheo's calls a request is."""
+    system = " ".join(b.get("text", "") for b in recorded.body.get("system", []))
+    if system.startswith("You extract durable facts"):
+        return "extract"
+    if system.startswith("You summarise one finished"):
+        return "digest"
+    return "chat"
+
+
+def route(api: Any, *, chat: Any = None, extract: Any = None, digest: Any = None) -> None:
+    """Answer chat, extraction and digest calls differently. Each answer is a Reply, a list
+    of Replies (used in order, the last one repeating) or a callable ``(recorded) -> Reply``."""
+    from fakeapi import text
+
+    def pick(answer: Any, default: Any, rec: Any, counts: dict[str, int], key: str) -> Any:
+        if answer is None:
+            return default
+        if callable(answer):
+            return answer(rec)
+        if isinstance(answer, list):
+            n = counts.get(key, 0)
+            counts[key] = n + 1
+            return answer[min(n, len(answer) - 1)]
+        return answer
+
+    counts: dict[str, int] = {}
+
+    def handler(rec: Any) -> Any:
+        kind = kind_of(rec)
+        if kind == "extract":
+            return pick(extract, text('{"facts": []}'), rec, counts, kind)
+        if kind == "digest":
+            return pick(
+                digest, text('{"narrative": "A short chat.", "facts": []}'), rec, counts, kind
+            )
+        return pick(chat, text("ok"), rec, counts, kind)
+
+    api.handler = handler
+
+
+def facts_reply(*facts: dict[str, Any]) -> Any:
+    """An extractor reply carrying these facts as JSON."""
+    import json
+
+    from fakeapi import text
+
+    return text(json.dumps({"facts": list(facts)}))

@@ -32,7 +32,7 @@ def ask(
 
     anthropic_api.preload()
     from ..assistant import TurnFailed, TurnInterrupted
-    from .wiring import make_assistant
+    from .wiring import kick_background, make_assistant
 
     message = compose(text, read_stdin())
     rt = runtime_for(profile, model)
@@ -63,8 +63,9 @@ def ask(
         say_error(str(exc.error))
         raise typer.Exit(int(ExitStatus.ERROR)) from None
     finally:
+        writer.finish()
+        kick_background(rt)
         rt.close()
-    writer.finish()
     if json_out:
         from .output import print_json
 

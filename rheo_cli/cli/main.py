@@ -14,7 +14,7 @@ import typer
 
 from . import ask as ask_cmd
 from . import chat as chat_cmd
-from . import context_cmd, history, paths_cmd, sessions_cmd
+from . import context_cmd, digests_cmd, history, memory_cmd, paths_cmd, sessions_cmd
 from .options import Model, New, Profile
 from .state import GLOBAL
 
@@ -44,6 +44,11 @@ app.command()(context_cmd.context)
 app.command()(paths_cmd.paths)
 app.add_typer(history.app, name="history")
 app.add_typer(sessions_cmd.app, name="sessions")
+app.add_typer(memory_cmd.app, name="memory")
+app.add_typer(memory_cmd.items_app, name="items")
+app.add_typer(digests_cmd.app, name="digests")
+app.add_typer(digests_cmd.jobs_app, name="jobs")
+app.command()(digests_cmd.maintain)
 
 
 def main() -> None:

@@ -21,6 +21,7 @@ class ReplyWriter:
         self.out = out or sys.stdout
         self.text = ""
         self.pipe_closed = False
+        self.finished = False
         self._live: Any = None
         self._status: Any = None
         if spinner:
@@ -68,10 +69,12 @@ class ReplyWriter:
             self._live.update(Markdown(self.text))
 
     def finish(self) -> None:
-        """End the display: final render, trailing newline for raw text, spinner stopped."""
+        """End the display: final render, trailing newline for raw text, spinner stopped.
+        Calling it again does nothing."""
         self._stop_spinner()
-        if self.pipe_closed:
+        if self.pipe_closed or self.finished:
             return
+        self.finished = True
         try:
             if self._live is not None:
                 from rich.markdown import Markdown

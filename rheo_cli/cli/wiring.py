@@ -2,17 +2,53 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..assistant import Assistant
+from ..memory import jobs, ledger
+from ..memory.timeutil import to_stored
 from ..runtime import Runtime
 
 
 def tool_specs() -> list[Any]:
-    """The tools offered to Claude in a chat call (none yet)."""
-    return []
+    """The tools offered to Claude in a chat call."""
+    from ..tools import SPECS
+
+    return list(SPECS)
 
 
 def make_assistant(rt: Runtime) -> Assistant:
-    """An Assistant for ``rt`` with rheo's tools and background work attached."""
-    return Assistant(rt, tools=tool_specs())
+    """An Assistant for ``rt``: memory tools, an extraction job after each reply and a digest
+    job when a session closes (run by the background worker, see `background.worker.kick`)."""
+    from ..tools import run_tool
+
+    def after_reply(user_turn: ledger.Turn, reply: ledger.Turn) -> None:
+        jobs.enqueue(rt.conn, profile=rt.profile, kind="extract", ref_id=reply.id, ts=reply.ts)
+
+    def on_session_closed(session_id: int) -> None:
+        jobs.enqueue(
+            rt.conn,
+            profile=rt.profile,
+            kind="digest",
+            ref_id=session_id,
+            ts=to_stored(rt.now()),
+        )
+
+    return Assistant(
+        rt,
+        tools=tool_specs(),
+        run_tool=lambda call, turn: run_tool(rt, call, turn),
+        after_reply=after_reply,
+        on_session_closed=on_session_closed,
+    )
+
+
+def kick_background(rt: Runtime) -> None:
+    """Start the background worker for queued jobs (never raises: memory work must not
+    disturb the chat)."""
+    from ..background.worker import kick
+
+    # No memory is better than a failed chat (seed 2).
+    with contextlib.suppress(Exception):
+        kick(rt)

@@ -7,6 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from .db import write
 from .errors import NotFound
 
 
@@ -87,3 +88,55 @@ def get_digest(conn: sqlite3.Connection, profile: str, digest_id: int) -> Digest
     if row is None:
         raise NotFound(f"no digest #{digest_id} in profile {profile!r}")
     return row_to_digest(row)
+
+
+def store_digest(
+    conn: sqlite3.Connection,
+    *,
+    profile: str,
+    session_id: int,
+    narrative: str,
+    facts: list[Any],
+    procedures: list[str],
+    decisions: list[str],
+    source_turn_ids: list[int],
+    model: str | None,
+    created_at: str,
+) -> Digest:
+    """Store the digest of a session, dated with the session's first and last turn.
+
+    One digest per session (a second raises sqlite3.IntegrityError); digests, like turns,
+    are append-only. Raises NotFound when the session is not the profile's.
+    """
+    with write(conn):
+        row = conn.execute(
+            "SELECT started_at, last_turn_at FROM sessions WHERE id = ? AND profile = ?",
+            (session_id, profile),
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no session #{session_id} in profile {profile!r}")
+        cur = conn.execute(
+            "INSERT INTO digests(profile, session_id, started_at, ended_at, narrative, facts, "
+            "procedures, decisions, source_turn_ids, model, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                profile,
+                session_id,
+                row["started_at"],
+                row["last_turn_at"],
+                narrative,
+                json.dumps(facts, ensure_ascii=False),
+                json.dumps(procedures, ensure_ascii=False),
+                json.dumps(decisions, ensure_ascii=False),
+                json.dumps(source_turn_ids),
+                model,
+                created_at,
+            ),
+        )
+        assert cur.lastrowid is not None
+        return get_digest(conn, profile, cur.lastrowid)
+
+
+def list_digests(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Digest]:
+    """The profile's digests, newest session first."""
+    return recent_digests(conn, profile, limit)

@@ -206,7 +206,20 @@ def m002_memory(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_ledger, m002_memory]
+def m003_job_leases(conn: sqlite3.Connection) -> None:
+    """Jobs remember which process holds them (a dead holder's job is taken over at once)
+    and keep notes: why extractor output was repaired or dropped."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE jobs ADD COLUMN leased_by TEXT;
+        ALTER TABLE jobs ADD COLUMN notes TEXT NOT NULL DEFAULT '[]';
+        CREATE INDEX jobs_ref ON jobs(profile, kind, ref_id);
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_ledger, m002_memory, m003_job_leases]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

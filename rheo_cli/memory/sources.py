@@ -13,8 +13,9 @@ from datetime import datetime, tzinfo
 from . import digests as digest_store
 from . import items as item_store
 from . import ledger
+from .errors import NotFound
 from .lines import CURRENT_MEMORY, CURRENT_SESSION, EPISODIC, OPEN_ITEMS, RELEVANT_HISTORY, Line
-from .render import clip, entry
+from .render import INDENT, clip, entry
 from .settings import Settings
 from .timeutil import from_stored
 
@@ -172,9 +173,14 @@ def memory_lines(
             flags.append("pinned")
         text = entry(f"- ({', '.join(flags)}) ", clip(item.content_text(), per_line))
         if item.conflict_with:
-            text += (
-                f"\n    (contradicts earlier fact #{item.conflict_with}; both were confident: "
-                "confirm with the person if it matters)"
+            try:
+                older = item_store.get_item(conn, profile, item.conflict_with).content_text()
+            except NotFound:
+                older = "?"
+            text += "\n" + entry(
+                INDENT,
+                f"(contradicts an earlier fact, also confident: {clip(older, per_line)!r}; "
+                "confirm with the person if it matters)",
             )
         if hit:
             words = sorted(

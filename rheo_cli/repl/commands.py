@@ -14,6 +14,12 @@ HELP = """\
 /new              start a new session with the next message
 /context [TEXT]   show the context rheo would inject for TEXT
 /history QUERY    search earlier turns
+/memory [QUERY]   list (or search) what rheo remembers
+/items            open items (commitments)
+/done ID          mark an open item done
+/pin ID, /unpin ID, /forget ID   keep forever, let decay, retract a memory
+/conflicts        contradicting facts; /resolve ID keeps one
+/digests          summaries of recent sessions
 /exit             leave (Ctrl-D too)
 Esc+Enter adds a line; Ctrl-C stops a reply (the part received is kept)."""
 
@@ -38,6 +44,7 @@ class ReplState:
 def run_turn(state: ReplState, text: str) -> None:
     """Send ``text`` to the model and show the streamed reply; errors become one line."""
     from ..cli.stream import ReplyWriter
+    from ..cli.wiring import kick_background
     from ..providers.anthropic_api import has_credentials
 
     if not has_credentials():
@@ -55,6 +62,8 @@ def run_turn(state: ReplState, text: str) -> None:
     except TurnFailed as exc:
         writer.finish()
         state.say(f"rheo: {exc.error}")
+    finally:
+        kick_background(state.rt)
 
 
 def _new(state: ReplState, arg: str) -> None:
@@ -101,12 +110,103 @@ def _history(state: ReplState, arg: str) -> None:
         )
 
 
+def _memory(state: ReplState, arg: str) -> None:
+    from ..cli.memory_cmd import item_line
+    from ..memory import items
+
+    rt = state.rt
+    found = (
+        [i for i, _ in items.search_items(rt.conn, rt.profile, arg)]
+        if arg
+        else items.list_items(rt.conn, rt.profile, exclude_category="open_item")
+    )
+    if not found:
+        state.say("(no memories)")
+    now = rt.now()
+    for item in found:
+        state.say(item_line(item, now, rt.settings))
+
+
+def _items(state: ReplState, arg: str) -> None:
+    from ..cli.output import preview
+    from ..memory import items
+
+    found = items.list_items(state.rt.conn, state.rt.profile, category="open_item")
+    if not found:
+        state.say("(no open items)")
+    for item in found:
+        due = f" (due {item.due_at[:10]})" if item.due_at else ""
+        state.say(f"#{item.id:<5} {preview(item.content_text(), 80)}{due}")
+
+
+def _item_id(arg: str) -> int | None:
+    text = arg.strip().lstrip("#")
+    return int(text) if text.isdigit() else None
+
+
+def _change(action: str) -> Callable[[ReplState, str], None]:
+    def handler(state: ReplState, arg: str) -> None:
+        from ..cli.output import preview
+        from ..memory import remember
+
+        item_id = _item_id(arg)
+        if item_id is None:
+            state.say(f"usage: /{action} ID")
+            return
+        change = {
+            "pin": remember.pin,
+            "unpin": remember.unpin,
+            "forget": remember.forget,
+            "resolve": remember.resolve,
+            "done": remember.mark_done,
+        }[action]
+        item = change(state.rt.conn, state.rt.profile, item_id, state.rt.now())
+        state.say(f"#{item.id} {action}: {preview(item.content_text(), 80)}")
+
+    return handler
+
+
+def _conflicts(state: ReplState, arg: str) -> None:
+    from ..cli.output import preview
+    from ..memory import remember
+
+    pairs = remember.conflicts(state.rt.conn, state.rt.profile)
+    if not pairs:
+        state.say("(no conflicts)")
+    for newer, older in pairs:
+        state.say(
+            f"#{newer.id} {preview(newer.content_text(), 60)}  vs  "
+            f"#{older.id} {preview(older.content_text(), 60)}  (/resolve ID keeps one)"
+        )
+
+
+def _digests(state: ReplState, arg: str) -> None:
+    from ..cli.output import local, preview
+    from ..memory import digests
+
+    found = digests.list_digests(state.rt.conn, state.rt.profile, limit=5)
+    if not found:
+        state.say("(no digests yet)")
+    now = state.rt.now()
+    for d in found:
+        state.say(f"{local(d.ended_at, now)}  {preview(d.narrative, 90)}")
+
+
 SLASH: dict[str, Callable[[ReplState, str], None]] = {
     "/help": _help,
     "/?": _help,
     "/new": _new,
     "/context": _context,
     "/history": _history,
+    "/memory": _memory,
+    "/items": _items,
+    "/done": _change("done"),
+    "/pin": _change("pin"),
+    "/unpin": _change("unpin"),
+    "/forget": _change("forget"),
+    "/conflicts": _conflicts,
+    "/resolve": _change("resolve"),
+    "/digests": _digests,
     "/exit": _exit,
     "/quit": _exit,
 }

@@ -1,0 +1,114 @@
+"""Session digests (seed 1, layer 1): when a session closes, a model summarises its turns
+(no tools) into a narrative, candidate facts, procedures and decisions."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import prompts
+from ..memory import ledger, sessions
+from ..memory.digests import store_digest
+from ..memory.facts_json import parse_facts
+from ..memory.jobs import Job
+from ..memory.pins import wants_pin
+from ..memory.remember import remember
+from ..memory.render import clip
+from ..memory.timeutil import from_stored, to_stored
+from ..runtime import Runtime
+from . import extractors
+
+TURN_TOKENS = 600
+"""Each turn is clipped to about this many tokens in the transcript sent for a digest."""
+MAX_TURNS = 120
+"""Sessions longer than this send their first and last turns (half each)."""
+DIGEST_FACTS = 5
+
+
+class DigestUnusable(Exception):
+    """The model's reply had no narrative; the job is retried."""
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [" ".join(value.split())] if value.strip() else []
+    if not isinstance(value, list):
+        return []
+    return [
+        " ".join(str(v).split())
+        for v in value
+        if isinstance(v, str | int | float) and str(v).strip()
+    ]
+
+
+def run(rt: Runtime, job: Job) -> list[str]:
+    """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
+    or DigestUnusable (retried later)."""
+    session = sessions.get_session(rt.conn, job.profile, job.ref_id)
+    turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
+    if not turns:
+        return ["session has no text; no digest"]
+    shown = (
+        turns if len(turns) <= MAX_TURNS else (turns[: MAX_TURNS // 2] + turns[-MAX_TURNS // 2 :])
+    )
+    tz = rt.now().tzinfo
+    lines = [
+        f"Session from {from_stored(session.started_at).astimezone(tz):%Y-%m-%d %H:%M} "
+        f"to {from_stored(session.last_turn_at).astimezone(tz):%Y-%m-%d %H:%M}",
+        "",
+    ]
+    for t in shown:
+        lines.append(
+            f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
+            f"{'person' if t.role == 'user' else 'assistant'}: {clip(t.content, TURN_TOKENS)}"
+        )
+    text, model, errors = extractors.complete(
+        extractors.chain_for(rt),
+        system=prompts.load("digest"),
+        user="\n".join(lines),
+        max_tokens=2000,
+    )
+    notes = [f"fallback used after: {e}" for e in errors]
+    person_text = " ".join(t.content[:500] for t in turns if t.role == "user")[:4000]
+    ids = {t.id for t in turns}
+    parsed = parse_facts(text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS)
+    notes.extend(parsed.notes)
+    narrative = " ".join(str(parsed.data.get("narrative") or "").split())
+    if not narrative:
+        raise DigestUnusable("the digest reply had no narrative")
+    digest = store_digest(
+        rt.conn,
+        profile=job.profile,
+        session_id=session.id,
+        narrative=narrative,
+        facts=[
+            {
+                "category": c.fact.category,
+                "topic": c.fact.topic,
+                "label": c.fact.label,
+                "properties": c.fact.properties,
+                "turn_id": c.turn_id,
+            }
+            for c in parsed.facts
+        ],
+        procedures=_strings(parsed.data.get("procedures")),
+        decisions=_strings(parsed.data.get("decisions")),
+        source_turn_ids=sorted(ids),
+        model=model,
+        created_at=to_stored(rt.now()),
+    )
+    last_user = next((t for t in reversed(turns) if t.role == "user"), turns[-1])
+    by_id = {t.id: t for t in turns}
+    when = from_stored(session.last_turn_at)
+    for candidate in parsed.facts:
+        source = by_id.get(candidate.turn_id or -1, last_user)
+        outcome = remember(
+            rt.conn,
+            replace(candidate.fact, pinned=source.role == "user" and wants_pin(source.content)),
+            source="digest",
+            now=when,
+            settings=rt.settings,
+            source_turn_id=source.id,
+        )
+        notes.append(outcome.describe())
+    notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
+    return notes

@@ -1,0 +1,88 @@
+"""Extraction (seed 2): after a reply, a small model reads the exchange and the known facts
+and returns 0-3 facts, which go through the memory write path."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from .. import prompts
+from ..memory import items as item_store
+from ..memory import ledger
+from ..memory.facts_json import parse_facts
+from ..memory.jobs import Job
+from ..memory.pins import wants_pin
+from ..memory.remember import remember
+from ..memory.render import clip
+from ..memory.timeutil import from_stored
+from ..runtime import Runtime
+from . import extractors
+
+KNOWN_LIMIT = 40
+"""At most this many known facts are shown to the extractor (matching ones first)."""
+TURN_TOKENS = 1500
+"""Each side of the exchange is clipped to about this many tokens for the extractor."""
+
+
+def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
+    """The (person's turn, reply) pair a job refers to (``ref_id`` is the reply)."""
+    reply = ledger.get_turn(rt.conn, job.profile, job.ref_id)
+    before = ledger.session_turns(
+        rt.conn, job.profile, reply.session_id, limit=4, before_id=reply.id
+    )
+    person = next((t for t in reversed(before) if t.role == "user"), None)
+    if person is None:
+        raise LookupError(f"turn #{reply.id} has no question before it")
+    return person, reply
+
+
+def build_prompt(
+    rt: Runtime, person: ledger.Turn, reply: ledger.Turn, now: datetime
+) -> tuple[str, dict[int, str]]:
+    """The extractor's user message and the known ids it may refer to (id -> topic)."""
+    active = item_store.list_items(rt.conn, person.profile, statuses=("active",))
+    matched = {
+        i.id
+        for i, _ in item_store.search_items(
+            rt.conn, person.profile, person.content[:2000], limit=KNOWN_LIMIT
+        )
+    }
+    active.sort(key=lambda i: (i.id not in matched, -i.id))
+    shown = active[:KNOWN_LIMIT]
+    lines = [f"Date of the exchange: {now.strftime('%A %Y-%m-%d %H:%M %z')}", "", "Known facts:"]
+    lines += [f"#{i.id} [{i.category}] {i.topic}: {i.content_text()}" for i in shown] or ["(none)"]
+    lines += [
+        "",
+        "Exchange:",
+        f"Person: {clip(person.content, TURN_TOKENS)}",
+        f"Assistant: {clip(reply.content, TURN_TOKENS)}",
+    ]
+    return "\n".join(lines), {i.id: i.topic for i in shown}
+
+
+def run(rt: Runtime, job: Job) -> list[str]:
+    """Extract facts for one exchange; returns the job's notes (repairs, drops, outcomes).
+
+    Raises AllExtractorsFailed when no extractor answered (the job is retried later)."""
+    person, reply = exchange_of(rt, job)
+    when = from_stored(reply.ts).astimezone(rt.now().tzinfo)
+    user_text, known = build_prompt(rt, person, reply, when)
+    text, model, errors = extractors.complete(
+        extractors.chain_for(rt), system=prompts.load("extract"), user=user_text
+    )
+    notes = [f"fallback used after: {e}" for e in errors]
+    parsed = parse_facts(text, known_ids=known, person_text=person.content)
+    notes.extend(parsed.notes)
+    pin = wants_pin(person.content)
+    for candidate in parsed.facts:
+        outcome = remember(
+            rt.conn,
+            replace(candidate.fact, pinned=pin),
+            source="extractor",
+            now=when,
+            settings=rt.settings,
+            source_turn_id=person.id,
+        )
+        notes.append(outcome.describe())
+    notes.append(f"{model}: {len(parsed.facts)} fact(s)")
+    return notes

@@ -1,0 +1,151 @@
+"""``rheo digests``, ``rheo maintain``, ``rheo jobs``: session digests and background work."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from .errors import command
+from .options import Json, Limit, Profile
+from .output import local, preview, print_json
+from .state import runtime_for
+
+app = typer.Typer(help="Session digests: summaries of closed sessions.", no_args_is_help=True)
+jobs_app = typer.Typer(help="Background jobs: extraction and digests.", no_args_is_help=True)
+
+
+@app.command("list")
+@command
+def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
+    """List digests, newest session first."""
+    from ..memory import digests
+
+    rt = runtime_for(profile)
+    found = digests.list_digests(rt.conn, rt.profile, limit=limit)
+    if json_out:
+        print_json([d.to_json() for d in found])
+        return
+    if not found:
+        print("(no digests)")
+    now = rt.now()
+    for d in found:
+        print(f"#{d.id:<5} s{d.session_id:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
+
+
+@app.command()
+@command
+def show(
+    digest_id: Annotated[int, typer.Argument(help="Digest id.")],
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Show one digest in full."""
+    from ..memory import digests
+
+    rt = runtime_for(profile)
+    d = digests.get_digest(rt.conn, rt.profile, digest_id)
+    if json_out:
+        print_json(d.to_json())
+        return
+    now = rt.now()
+    print(
+        f"#{d.id}  session s{d.session_id}  {local(d.started_at, now)} → {local(d.ended_at, now)}"
+    )
+    print(d.narrative)
+    for title, values in (("decisions", d.decisions), ("procedures", d.procedures)):
+        if values:
+            print(f"{title}:")
+            for v in values:
+                print(f"  - {v}")
+    if d.facts:
+        print("candidate facts:")
+        for f in d.facts:
+            label = f.get("label", "") if isinstance(f, dict) else str(f)
+            print(f"  - {label}")
+    print(
+        f"source turns: {len(d.source_turn_ids)} (#{d.source_turn_ids[0]}…#{d.source_turn_ids[-1]})"
+        if d.source_turn_ids
+        else "source turns: none"
+    )
+
+
+@command
+def maintain(json_out: Json = False, profile: Profile = None) -> None:
+    """Run pending background work now: digests of closed sessions, fact extraction."""
+    from datetime import timedelta
+
+    from ..background.worker import run_pending
+    from ..memory import jobs
+    from ..memory.timeutil import to_stored
+
+    rt = runtime_for(profile)
+    now = rt.now()
+    closed_before = to_stored(now - timedelta(seconds=rt.settings.gap_s))
+    for session_id in jobs.sessions_awaiting_digest(
+        rt.conn, profile=rt.profile, closed_before=closed_before
+    ):
+        jobs.enqueue(
+            rt.conn, profile=rt.profile, kind="digest", ref_id=session_id, ts=to_stored(now)
+        )
+    import time
+
+    total = jobs.runnable_count(
+        rt.conn, wall_now=time.time(), profile=rt.profile, include_waiting=True
+    )
+    show_bar = sys.stderr.isatty() and not json_out and total > 0
+    progress = None
+    task = None
+    if show_bar:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        progress.start()
+        task = progress.add_task("memory work", total=total)
+
+    def on_job(job: jobs.Job, outcome: str) -> None:
+        if progress is not None and task is not None:
+            progress.update(task, advance=1, description=f"{job.kind} #{job.ref_id}: {outcome}")
+
+    try:
+        summary = run_pending(rt, profile=rt.profile, ignore_backoff=True, on_job=on_job)
+    finally:
+        if progress is not None:
+            progress.stop()
+    if json_out:
+        print_json(summary.to_json())
+        return
+    print(
+        f"{len(summary.done)} job(s) done, {len(summary.retrying)} to retry, "
+        f"{len(summary.failed)} failed"
+    )
+    for job, error in summary.retrying + summary.failed:
+        print(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
+
+
+@jobs_app.command("list")
+@command
+def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
+    """List recent background jobs with their status and notes."""
+    from ..memory import jobs
+
+    rt = runtime_for(profile)
+    found = jobs.list_jobs(rt.conn, rt.profile, limit=limit)
+    if json_out:
+        print_json([j.to_json() for j in found])
+        return
+    if not found:
+        print("(no jobs)")
+    for j in found:
+        err = f"  error: {preview(j.last_error, 60)}" if j.last_error else ""
+        print(f"#{j.id:<5} {j.kind:<8} ref #{j.ref_id:<6} {j.status:<8} attempts {j.attempts}{err}")
+        for note in j.notes:
+            print(f"         - {preview(note, 90)}")

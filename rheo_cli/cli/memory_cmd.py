@@ -1,0 +1,327 @@
+"""``rheo memory ...`` and ``rheo items ...``: see, correct, pin, resolve and forget memories."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import UsageError
+from .errors import command
+from .options import Json, Limit, Profile
+from .output import local, preview, print_json
+from .state import runtime_for
+
+app = typer.Typer(
+    help="Durable facts rheo remembers: list, show, correct, forget.", no_args_is_help=True
+)
+items_app = typer.Typer(help="Open items: commitments rheo follows up on.", no_args_is_help=True)
+
+ItemId = Annotated[int, typer.Argument(help="Memory item id (see 'rheo memory list').")]
+
+
+def item_line(item: Any, now: Any, settings: Any) -> str:
+    """One line per item for listings."""
+    flags = []
+    if item.pinned:
+        flags.append("pinned")
+    if item.status != "active":
+        flags.append(item.status)
+    if item.conflict_with:
+        flags.append(f"conflicts with #{item.conflict_with}")
+    extra = f"  [{', '.join(flags)}]" if flags else ""
+    return (
+        f"#{item.id:<5} {item.category:<11} {item.effective(now, settings):.2f}  "
+        f"{local(item.reinforced_at, now)[:10]}  {preview(item.content_text(), 70)}{extra}"
+    )
+
+
+@app.command("list")
+@command
+def list_(
+    all_: Annotated[
+        bool, typer.Option("--all", help="Include superseded, evicted, retracted and done items.")
+    ] = False,
+    category: Annotated[
+        str | None, typer.Option("--category", "-c", help="Only this category.")
+    ] = None,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """List active memories, most confident first (with --all: every item, newest first)."""
+    from ..memory import items
+
+    if category is not None and category not in items.CATEGORIES:
+        raise UsageError(f"unknown category {category!r}; use one of {', '.join(items.CATEGORIES)}")
+    rt = runtime_for(profile)
+    now = rt.now()
+    found = items.list_items(
+        rt.conn, rt.profile, statuses=None if all_ else ("active",), category=category
+    )
+    if not all_:
+        found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
+    if json_out:
+        print_json([i.to_json(now, rt.settings) for i in found])
+        return
+    if not found:
+        print("(no memories)")
+        return
+    for item in found:
+        print(item_line(item, now, rt.settings))
+
+
+@app.command()
+@command
+def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Show one memory, every version of it and its whole history."""
+    from ..memory import events, items, remember
+
+    rt = runtime_for(profile)
+    now = rt.now()
+    item = items.get_item(rt.conn, rt.profile, item_id)
+    history = events.history(rt.conn, rt.profile, item_id)
+    versions = remember.supersede_chain(rt.conn, rt.profile, item_id)
+    if json_out:
+        print_json(
+            {
+                **item.to_json(now, rt.settings),
+                "history": [e.to_json() for e in history],
+                "versions": [v.id for v in versions],
+            }
+        )
+        return
+    state = item.status + (", pinned" if item.pinned else "")
+    print(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
+    print(item.content_text())
+    print(
+        f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
+        f"{item.reinforcements} mention{'s' if item.reinforcements != 1 else ''}, "
+        f"last {local(item.reinforced_at, now)}"
+    )
+    source = f"{item.source}" + (f", turn #{item.source_turn_id}" if item.source_turn_id else "")
+    print(f"source: {source} · created {local(item.created_at, now)}")
+    if item.due_at:
+        print(f"due: {local(item.due_at, now)}")
+    if item.reason:
+        print(f"reason: {item.reason}")
+    if item.conflict_with:
+        print(
+            f"conflict: contradicts #{item.conflict_with} (rheo memory resolve {item.id} "
+            f"keeps this one)"
+        )
+    if len(versions) > 1:
+        print(
+            "versions: "
+            + " → ".join(f"#{v.id}" + ("*" if v.id == item.id else "") for v in versions)
+        )
+    print("history:")
+    for e in history:
+        turn = f" (turn #{e.source_turn_id})" if e.source_turn_id else ""
+        print(f"  {local(e.ts, now)}  {e.kind:<16} {e.cause}{turn}")
+
+
+@app.command()
+@command
+def search(
+    query: Annotated[str, typer.Argument(help="Words to find in topics and contents.")],
+    all_: Annotated[bool, typer.Option("--all", help="Include inactive items.")] = False,
+    limit: Limit = 20,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Find memories whose topic or content match QUERY."""
+    from ..memory import items
+
+    rt = runtime_for(profile)
+    now = rt.now()
+    found = items.search_items(
+        rt.conn, rt.profile, query, statuses=None if all_ else ("active",), limit=limit
+    )
+    if json_out:
+        print_json([i.to_json(now, rt.settings) for i, _ in found])
+        return
+    if not found:
+        print("(no memories)")
+    for item, _ in found:
+        print(item_line(item, now, rt.settings))
+
+
+@app.command()
+@command
+def add(
+    text: Annotated[str, typer.Argument(help="The fact, in your words.")],
+    topic: Annotated[
+        str,
+        typer.Option(
+            "--topic", "-t", help="Short key; a later fact on the same topic replaces this one."
+        ),
+    ],
+    category: Annotated[str, typer.Option("--category", "-c")] = "fact",
+    confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0)] = None,
+    pin: Annotated[bool, typer.Option("--pin", help="Always remember it.")] = False,
+    due: Annotated[
+        str | None, typer.Option("--due", help="Deadline (ISO 8601), for open items.")
+    ] = None,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Add a memory by hand (or reinforce the same fact, or replace one on the topic)."""
+    from ..memory.errors import InvalidInput
+    from ..memory.remember import Fact, remember
+    from ..memory.timeutil import local_zone, parse_instant, to_stored
+
+    rt = runtime_for(profile)
+    due_at = None
+    if due:
+        try:
+            due_at = to_stored(
+                parse_instant(due if "T" in due else f"{due}T23:59:00", default_tz=local_zone())
+            )
+        except InvalidInput as exc:
+            raise UsageError(f"--due: {exc}") from None
+    outcome = remember(
+        rt.conn,
+        Fact(
+            category=category,
+            topic=topic,
+            label=text,
+            confidence=confidence,
+            pinned=pin,
+            reason="added by the person",
+            due_at=due_at,
+        ),
+        source="manual",
+        now=rt.now(),
+        settings=rt.settings,
+        profile=rt.profile,
+    )
+    if json_out:
+        assert outcome.item is not None
+        print_json(
+            {
+                "action": outcome.action,
+                "item": outcome.item.to_json(rt.now(), rt.settings),
+                "superseded": outcome.previous.id if outcome.previous else None,
+                "conflict": outcome.conflict,
+                "evicted": list(outcome.evicted),
+            }
+        )
+        return
+    print(outcome.describe())
+
+
+def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
+    from ..memory import remember
+
+    rt = runtime_for(profile)
+    change = {
+        "pin": remember.pin,
+        "unpin": remember.unpin,
+        "forget": remember.forget,
+        "resolve": remember.resolve,
+        "done": remember.mark_done,
+    }[action]
+    item = change(rt.conn, rt.profile, item_id, rt.now())
+    if json_out:
+        print_json(item.to_json(rt.now(), rt.settings))
+        return
+    words = {
+        "pin": "pinned",
+        "unpin": "unpinned",
+        "forget": "forgotten (history kept)",
+        "resolve": "kept; the other version is superseded",
+        "done": "marked done",
+    }
+    print(f"#{item.id} {words[action]}: {preview(item.content_text(), 80)}")
+
+
+@app.command()
+@command
+def pin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Always remember this one: confidence 1.0, no decay, never evicted."""
+    _state_change("pin", item_id, profile, json_out)
+
+
+@app.command()
+@command
+def unpin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Let this memory decay and be evicted like the others again."""
+    _state_change("unpin", item_id, profile, json_out)
+
+
+@app.command()
+@command
+def forget(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Retract a memory: no longer used or learnt again; its history is kept."""
+    _state_change("forget", item_id, profile, json_out)
+
+
+@app.command()
+@command
+def conflicts(json_out: Json = False, profile: Profile = None) -> None:
+    """List contradicting pairs of confident facts awaiting your decision."""
+    from ..memory import remember
+
+    rt = runtime_for(profile)
+    now = rt.now()
+    pairs = remember.conflicts(rt.conn, rt.profile)
+    if json_out:
+        print_json(
+            [
+                {"newer": a.to_json(now, rt.settings), "older": b.to_json(now, rt.settings)}
+                for a, b in pairs
+            ]
+        )
+        return
+    if not pairs:
+        print("(no conflicts)")
+        return
+    for newer, older in pairs:
+        print(f"topic {newer.topic}:")
+        print(f"  newer #{newer.id}: {preview(newer.content_text(), 80)}")
+        print(f"  older #{older.id}: {preview(older.content_text(), 80)}")
+        print(f"  keep one with: rheo memory resolve {newer.id}   (or {older.id})")
+
+
+@app.command()
+@command
+def resolve(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it."""
+    _state_change("resolve", item_id, profile, json_out)
+
+
+@items_app.command("list")
+@command
+def items_list(
+    all_: Annotated[bool, typer.Option("--all", help="Include done items.")] = False,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """List open items (commitments), soonest due first."""
+    from ..memory import items
+
+    rt = runtime_for(profile)
+    now = rt.now()
+    found = items.list_items(
+        rt.conn,
+        rt.profile,
+        category="open_item",
+        statuses=("active", "done") if all_ else ("active",),
+    )
+    found.sort(key=lambda i: (i.status != "active", i.due_at or "9999", i.id))
+    if json_out:
+        print_json([i.to_json(now, rt.settings) for i in found])
+        return
+    if not found:
+        print("(no open items)")
+    for item in found:
+        due = f"due {local(item.due_at, now)[:10]}" if item.due_at else "no due date"
+        state = "" if item.status == "active" else f"  [{item.status}]"
+        print(f"#{item.id:<5} {due:<14} {preview(item.content_text(), 80)}{state}")
+
+
+@items_app.command()
+@command
+def done(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Mark an open item done: rheo stops following up on it."""
+    _state_change("done", item_id, profile, json_out)

@@ -1,0 +1,407 @@
+"""Reading facts out of a small model's reply: repaired when possible, dropped with a reason.
+
+Extractors and digest writers are asked for JSON, and mostly return it; this module copes with
+what they return instead: code fences, prose around the JSON, invalid escapes, trailing commas,
+smart quotes, Python literals, single quotes, a bare list or a single object, missing or
+renamed keys, unknown categories, ids that don't exist, too many facts, the wrong language.
+Every repair and every drop is recorded as a note, so a job's log says what happened.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from . import language
+from .items import CATEGORIES
+from .normalize import topic_key
+from .remember import LABEL_MAX, Fact
+
+MAX_FACTS = 3
+"""Seed 2: the extractor returns 0-3 facts per exchange."""
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
+_CATEGORY_ALIASES = {
+    "goals": "goal",
+    "blockers": "blocker",
+    "preferences": "preference",
+    "pref": "preference",
+    "operation": "operations",
+    "ops": "operations",
+    "people": "team",
+    "person": "team",
+    "relationship": "team",
+    "wins": "win",
+    "achievement": "win",
+    "milestone": "win",
+    "open_items": "open_item",
+    "open item": "open_item",
+    "open-item": "open_item",
+    "commitment": "open_item",
+    "todo": "open_item",
+    "task": "open_item",
+    "deadline": "open_item",
+    "decision": "strategy",
+    "plan": "strategy",
+    "facts": "fact",
+    "other": "fact",
+}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A validated fact plus what the writer linked it to: an existing item id (to reinforce
+    or supersede) and, for digests, the turn it came from."""
+
+    fact: Fact
+    existing_id: int | None = None
+    turn_id: int | None = None
+
+
+@dataclass
+class Parsed:
+    """Result of parsing: the data found (dict), the facts kept, and notes on every repair
+    and drop."""
+
+    data: dict[str, Any] = field(default_factory=dict)
+    facts: list[Candidate] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _balanced(text: str, start: int) -> str | None:
+    """The JSON value that starts at ``text[start]`` (``{`` or ``[``), by bracket matching."""
+    stack: list[str] = []
+    in_string: str | None = None
+    escaped = False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == in_string:
+                in_string = None
+            continue
+        if ch in "\"'" and (ch == '"' or stack):
+            in_string = ch
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return None
+            if not stack:
+                return text[start : i + 1]
+    return None
+
+
+def _loads(candidate: str, notes: list[str]) -> Any:
+    try:
+        return json.loads(candidate)
+    except ValueError:
+        pass
+    repaired = candidate
+    steps: list[tuple[str, Callable[[str], str]]] = [
+        ("smart quotes", lambda t: t.replace("“", '"').replace("”", '"').replace("’", "'")),
+        ("invalid escapes", lambda t: re.sub(r'\\(?!["\\/bfnrtu])', r"\\\\", t)),
+        ("trailing commas", lambda t: re.sub(r",\s*([}\]])", r"\1", t)),
+        ("raw newlines in strings", _escape_newlines_in_strings),
+    ]
+    for name, step in steps:
+        fixed = step(repaired)
+        if fixed != repaired:
+            repaired = fixed
+            try:
+                value = json.loads(repaired)
+            except ValueError:
+                continue
+            notes.append(f"repaired JSON ({name})")
+            return value
+    try:
+        value = ast.literal_eval(
+            re.sub(
+                r"\btrue\b",
+                "True",
+                re.sub(r"\bfalse\b", "False", re.sub(r"\bnull\b", "None", repaired)),
+            )
+        )
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError("not valid JSON") from None
+    notes.append("repaired JSON (Python-style literal)")
+    return value
+
+
+def _escape_newlines_in_strings(text: str) -> str:
+    out = []
+    in_string = False
+    escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            elif ch == "\n":
+                out.append("\\n")
+                continue
+        elif ch == '"':
+            in_string = True
+        out.append(ch)
+    return "".join(out)
+
+
+def find_json(text: str, notes: list[str]) -> Any:
+    """The first JSON object or array in ``text`` (inside a code fence if there is one).
+
+    Raises ValueError when none can be read."""
+    body = text.strip()
+    fence = _FENCE.search(body)
+    if fence:
+        notes.append("removed a code fence")
+        body = fence.group(1).strip()
+    for i, ch in enumerate(body):
+        if ch not in "{[":
+            continue
+        chunk = _balanced(body, i)
+        if chunk is None:
+            continue
+        try:
+            value = _loads(chunk, notes)
+        except ValueError:
+            continue
+        if i > 0 or len(chunk) < len(body):
+            notes.append("ignored text around the JSON")
+        return value
+    raise ValueError("no JSON object or array found")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return ""
+
+
+def _category(raw: Any, notes: list[str], n: int) -> str:
+    name = _text(raw).casefold().strip()
+    if name in CATEGORIES:
+        return name
+    alias = _CATEGORY_ALIASES.get(name) or _CATEGORY_ALIASES.get(name.replace(" ", "_"))
+    if alias:
+        notes.append(f"fact {n}: category {raw!r} read as {alias!r}")
+        return alias
+    if name:
+        notes.append(f"fact {n}: unknown category {raw!r}, filed as 'fact'")
+    else:
+        notes.append(f"fact {n}: no category, filed as 'fact'")
+    return "fact"
+
+
+def _confidence(raw: Any, notes: list[str], n: int) -> float | None:
+    if raw is None:
+        return None
+    value: float | None = None
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        value = float(raw)
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip().rstrip("%")) / (100 if raw.strip().endswith("%") else 1)
+        except ValueError:
+            value = None
+    if value is None or value != value:  # NaN
+        notes.append(f"fact {n}: confidence {raw!r} is not a number; default used")
+        return None
+    if value > 1.0 and value <= 100.0:
+        notes.append(f"fact {n}: confidence {raw!r} read as a percentage")
+        value = value / 100.0
+    if not 0.0 <= value <= 1.0:
+        notes.append(f"fact {n}: confidence {raw!r} out of range; clamped")
+        value = min(1.0, max(0.0, value))
+    return value
+
+
+def _due(raw: Any, notes: list[str], n: int) -> str | None:
+    text = _text(raw)
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        notes.append(f"fact {n}: due date {raw!r} is not ISO 8601; ignored")
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S") + f".{utc.microsecond // 1000:03d}Z"
+
+
+def read_fact(
+    raw: Any,
+    n: int,
+    notes: list[str],
+    *,
+    known_ids: dict[int, str],
+    turn_ids: set[int] | None,
+    person_text: str,
+) -> Candidate | None:
+    """Validate one fact object (fact number ``n`` for notes); None when it must be dropped.
+
+    Aliases are accepted (``content`` as seed 1's ``{label, properties}``, ``fact``/``text``
+    for the label, ``type`` for the category, ``id``/``reinforces``/``supersedes`` for an
+    existing item); fields rheo decides itself (profile, status, pinned...) are ignored.
+    """
+    if isinstance(raw, str) and raw.strip():
+        notes.append(f"fact {n}: a bare string, read as its label")
+        raw = {"label": raw}
+    if not isinstance(raw, dict):
+        notes.append(f"fact {n}: dropped, not an object")
+        return None
+    content = raw.get("content")
+    label = _text(raw.get("label"))
+    properties = raw.get("properties")
+    if isinstance(content, dict):
+        label = label or _text(content.get("label"))
+        properties = properties if properties is not None else content.get("properties")
+    elif content is not None and not label:
+        label = _text(content)
+    for alias in ("fact", "text", "value", "summary", "statement"):
+        if not label and alias in raw:
+            label = _text(raw.get(alias))
+            if label:
+                notes.append(f"fact {n}: label taken from {alias!r}")
+    if not label:
+        notes.append(f"fact {n}: dropped, no content")
+        return None
+    if len(label) > LABEL_MAX:
+        notes.append(f"fact {n}: label cut to {LABEL_MAX} characters")
+        label = label[:LABEL_MAX]
+    if properties is None:
+        properties = {}
+    if not isinstance(properties, dict):
+        notes.append(f"fact {n}: properties were not an object; dropped them")
+        properties = {}
+    properties = {str(k): v for k, v in properties.items() if v is not None and str(k).strip()}
+    mismatch = language.mismatch(person_text, label) if person_text else None
+    if mismatch:
+        notes.append(f"fact {n}: dropped, {mismatch}")
+        return None
+    existing_id: int | None = None
+    for key in ("existing_id", "id", "item_id", "reinforces", "supersedes", "updates"):
+        if raw.get(key) is None:
+            continue
+        try:
+            ref = int(raw[key])
+        except (TypeError, ValueError):
+            notes.append(f"fact {n}: {key} {raw[key]!r} is not an id; ignored")
+            continue
+        if ref in known_ids:
+            existing_id = ref
+        else:
+            notes.append(f"fact {n}: unknown id {ref} ignored")
+        break
+    topic = topic_key(_text(raw.get("topic") or raw.get("key") or ""))
+    if existing_id is not None:
+        if topic and topic != known_ids[existing_id]:
+            notes.append(f"fact {n}: topic set to that of #{existing_id}")
+        topic = known_ids[existing_id]
+    if not topic:
+        topic = topic_key(label)[:40].strip("-")
+        notes.append(f"fact {n}: no topic, derived {topic!r} from the label")
+    turn_id: int | None = None
+    if turn_ids is not None and raw.get("turn_id") is not None:
+        try:
+            tid = int(raw["turn_id"])
+        except (TypeError, ValueError):
+            tid = -1
+        if tid in turn_ids:
+            turn_id = tid
+        else:
+            notes.append(f"fact {n}: turn id {raw['turn_id']!r} is not in this session; ignored")
+    ignored = sorted(
+        set(raw) & {"profile", "owner", "user", "source_turn_id", "status", "pinned", "created_at"}
+    )
+    if ignored:
+        notes.append(f"fact {n}: ignored {', '.join(ignored)} (rheo decides these)")
+    fact = Fact(
+        category=_category(raw.get("category", raw.get("type")), notes, n),
+        topic=topic,
+        label=label,
+        properties=properties,
+        confidence=_confidence(raw.get("confidence"), notes, n),
+        reason=_text(raw.get("reason")),
+        due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n),
+    )
+    return Candidate(fact=fact, existing_id=existing_id, turn_id=turn_id)
+
+
+def parse_facts(
+    text: str,
+    *,
+    known_ids: dict[int, str] | None = None,
+    turn_ids: set[int] | None = None,
+    person_text: str = "",
+    key: str = "facts",
+    limit: int = MAX_FACTS,
+) -> Parsed:
+    """Read up to ``limit`` facts from a model reply.
+
+    ``known_ids`` maps the existing item ids the model was shown to their topics; references
+    to others are dropped. ``turn_ids`` are the turns a digest fact may cite. ``person_text``
+    is what the person said, for the language check. The facts are under ``key`` in a JSON
+    object (or the reply is a bare list). Never raises: unreadable output gives no facts and a
+    note.
+    """
+    parsed = Parsed()
+    notes = parsed.notes
+    try:
+        value = find_json(text, notes)
+    except ValueError as exc:
+        notes.append(f"dropped the reply: {exc}")
+        return parsed
+    if isinstance(value, list):
+        raw_facts: Any = value
+    elif isinstance(value, dict):
+        parsed.data = value
+        if key in value:
+            raw_facts = value[key]
+        elif any(k in value for k in ("label", "content", "fact", "topic")):
+            notes.append("a single fact object, not a list")
+            raw_facts = [value]
+        else:
+            raw_facts = []
+            for alt in ("memories", "items", "candidate_facts", "results"):
+                if isinstance(value.get(alt), list):
+                    notes.append(f"facts found under {alt!r}")
+                    raw_facts = value[alt]
+                    break
+    else:
+        notes.append("dropped the reply: JSON is neither an object nor a list")
+        return parsed
+    if raw_facts is None:
+        raw_facts = []
+    if not isinstance(raw_facts, list):
+        notes.append(f"{key!r} is not a list; dropped")
+        return parsed
+    if len(raw_facts) > limit:
+        notes.append(f"{len(raw_facts)} facts returned, kept the first {limit}")
+        raw_facts = raw_facts[:limit]
+    for n, raw in enumerate(raw_facts, 1):
+        candidate = read_fact(
+            raw,
+            n,
+            notes,
+            known_ids=known_ids or {},
+            turn_ids=turn_ids,
+            person_text=person_text,
+        )
+        if candidate is not None:
+            parsed.facts.append(candidate)
+    return parsed

@@ -1,0 +1,240 @@
+"""The background job queue: extraction after a reply, a digest when a session closes.
+
+A job is a row; a worker claims it with a lease (wall-clock seconds, not rheo's clock, which
+may be pinned by RHEO_NOW) and the name of its process. A job whose lease ran out, or whose
+holder process is gone, is claimed again by the next worker — a killed worker loses nothing.
+Failures are counted; a job is retried with backoff up to `MAX_ATTEMPTS` times, then marked
+failed with its last error.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .db import write
+
+KINDS = ("extract", "digest")
+MAX_ATTEMPTS = 5
+LEASE_S = 300.0
+"""How long a claimed job stays with its worker before anyone may take it over (seconds)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """A queued piece of background work. ``ref_id``: the assistant turn (extract) or the
+    session (digest). Times ``lease_until``/``not_before`` are Unix seconds."""
+
+    id: int
+    profile: str
+    kind: str
+    ref_id: int
+    status: str
+    attempts: int
+    last_error: str | None
+    lease_until: float | None
+    leased_by: str | None
+    not_before: float | None
+    notes: list[str]
+    created_at: str
+    updated_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` shape of a job."""
+        return {
+            "id": self.id,
+            "profile": self.profile,
+            "kind": self.kind,
+            "ref_id": self.ref_id,
+            "status": self.status,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+            "notes": self.notes,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+def _row(row: sqlite3.Row) -> Job:
+    return Job(
+        id=row["id"],
+        profile=row["profile"],
+        kind=row["kind"],
+        ref_id=row["ref_id"],
+        status=row["status"],
+        attempts=row["attempts"],
+        last_error=row["last_error"],
+        lease_until=row["lease_until"],
+        leased_by=row["leased_by"],
+        not_before=row["not_before"],
+        notes=json.loads(row["notes"] or "[]"),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def enqueue(conn: sqlite3.Connection, *, profile: str, kind: str, ref_id: int, ts: str) -> bool:
+    """Queue a job (idempotent per kind and ref); True if it was new. ``ts``: stored UTC."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown job kind {kind!r}")
+    with write(conn):
+        cur = conn.execute(
+            "INSERT OR IGNORE INTO jobs(profile, kind, ref_id, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (profile, kind, ref_id, ts, ts),
+        )
+        return cur.rowcount == 1
+
+
+def claim(
+    conn: sqlite3.Connection,
+    *,
+    worker: str,
+    wall_now: float,
+    ts: str,
+    profile: str | None = None,
+    holder_alive: Callable[[str], bool] | None = None,
+    lease_s: float = LEASE_S,
+    ignore_backoff: bool = False,
+    exclude: frozenset[int] = frozenset(),
+) -> Job | None:
+    """Claim the oldest runnable job (pending and due — any pending one with
+    ``ignore_backoff`` — or running with an expired lease or a dead holder), optionally only
+    of ``profile``, never one in ``exclude``. Returns it, or None when nothing is runnable.
+    """
+    with write(conn):
+        sql = (
+            "SELECT * FROM jobs WHERE (status = 'pending' AND (not_before IS NULL OR "
+            "not_before <= ?)) OR status = 'running'"
+        )
+        args: list[Any] = [float("inf") if ignore_backoff else wall_now]
+        if profile is not None:
+            sql = f"SELECT * FROM ({sql}) WHERE profile = ?"
+            args.append(profile)
+        sql += " ORDER BY id"
+        for row in conn.execute(sql, args).fetchall():
+            job = _row(row)
+            if job.id in exclude:
+                continue
+            if job.status == "running":
+                expired = job.lease_until is None or job.lease_until <= wall_now
+                dead = (
+                    bool(job.leased_by)
+                    and holder_alive is not None
+                    and not holder_alive(job.leased_by or "")
+                )
+                if not (expired or dead):
+                    continue
+            conn.execute(
+                "UPDATE jobs SET status = 'running', lease_until = ?, leased_by = ?, "
+                "updated_at = ? WHERE id = ?",
+                (wall_now + lease_s, worker, ts, job.id),
+            )
+            return _row(conn.execute("SELECT * FROM jobs WHERE id = ?", (job.id,)).fetchone())
+    return None
+
+
+def complete(conn: sqlite3.Connection, job_id: int, *, ts: str, notes: list[str]) -> None:
+    """Mark a job done, keeping its notes (what was repaired or dropped)."""
+    with write(conn):
+        conn.execute(
+            "UPDATE jobs SET status = 'done', lease_until = NULL, leased_by = NULL, "
+            "attempts = attempts + 1, notes = ?, updated_at = ? WHERE id = ?",
+            (json.dumps(notes, ensure_ascii=False), ts, job_id),
+        )
+
+
+def fail(
+    conn: sqlite3.Connection,
+    job_id: int,
+    *,
+    error: str,
+    ts: str,
+    retry_at: float,
+    notes: list[str] | None = None,
+    max_attempts: int = MAX_ATTEMPTS,
+) -> str:
+    """Count a failed attempt: back to pending until ``retry_at`` (Unix seconds), or failed
+    after ``max_attempts``. Returns the new status."""
+    with write(conn):
+        row = conn.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        attempts = (row[0] if row else 0) + 1
+        status = "failed" if attempts >= max_attempts else "pending"
+        conn.execute(
+            "UPDATE jobs SET status = ?, attempts = ?, last_error = ?, not_before = ?, "
+            "lease_until = NULL, leased_by = NULL, notes = ?, updated_at = ? WHERE id = ?",
+            (
+                status,
+                attempts,
+                error[:500],
+                retry_at,
+                json.dumps(notes or [], ensure_ascii=False),
+                ts,
+                job_id,
+            ),
+        )
+    return status
+
+
+def get_job(conn: sqlite3.Connection, job_id: int) -> Job:
+    """One job by id; raises KeyError."""
+    row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+    if row is None:
+        raise KeyError(job_id)
+    return _row(row)
+
+
+def list_jobs(
+    conn: sqlite3.Connection,
+    profile: str,
+    *,
+    statuses: tuple[str, ...] | None = None,
+    limit: int = 50,
+) -> list[Job]:
+    """The profile's jobs, newest first, optionally of these statuses."""
+    sql = "SELECT * FROM jobs WHERE profile = ?"
+    args: list[Any] = [profile]
+    if statuses:
+        sql += f" AND status IN ({','.join('?' * len(statuses))})"
+        args.extend(statuses)
+    sql += " ORDER BY id DESC LIMIT ?"
+    args.append(limit)
+    return [_row(r) for r in conn.execute(sql, args).fetchall()]
+
+
+def runnable_count(
+    conn: sqlite3.Connection,
+    *,
+    wall_now: float,
+    profile: str | None = None,
+    include_waiting: bool = False,
+) -> int:
+    """How many jobs are pending (due now, or any when ``include_waiting``) or running."""
+    sql = "SELECT count(*) FROM jobs WHERE (status = 'running' OR (status = 'pending'"
+    args: list[Any] = []
+    if not include_waiting:
+        sql += " AND (not_before IS NULL OR not_before <= ?)"
+        args.append(wall_now)
+    sql += "))"
+    if profile is not None:
+        sql += " AND profile = ?"
+        args.append(profile)
+    return int(conn.execute(sql, args).fetchone()[0])
+
+
+def sessions_awaiting_digest(
+    conn: sqlite3.Connection, *, profile: str, closed_before: str
+) -> list[int]:
+    """Sessions of ``profile`` whose last turn is before ``closed_before`` (stored UTC: now
+    minus the gap) and that have neither a digest nor a digest job."""
+    rows = conn.execute(
+        "SELECT s.id FROM sessions s WHERE s.profile = ? AND s.last_turn_at < ? "
+        "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
+        "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.profile = s.profile "
+        "AND j.kind = 'digest' AND j.ref_id = s.id) ORDER BY s.id",
+        (profile, closed_before),
+    ).fetchall()
+    return [int(r[0]) for r in rows]

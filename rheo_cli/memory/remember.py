@@ -1,0 +1,579 @@
+"""The memory write path (seed 1 layer 2, seed 2): create, reinforce, supersede, flag, evict.
+
+Every writer — Claude's ``write_memory`` tool, the background extractor, digests, the person's
+own ``rheo memory add`` — goes through `remember`, so the rules hold whoever writes:
+
+- the profile comes from the source turn, never from the writer's words (ownership);
+- the same fact again reinforces: confidence +0.1 (max 1.0), count +1, decay restarts;
+- a different fact on the same topic supersedes the old one, which keeps ``superseded_by``;
+  when both are confident (>= 0.8; the old one after decay) the pair is flagged for review;
+- past the cap, the least-reinforced unpinned item is evicted (status, not deletion);
+- a fact the person retracted is not learned again from conversation;
+- every change is an event with its time and cause.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from . import events
+from .db import write
+from .errors import InvalidInput, NotFound
+from .items import CATEGORIES, MemoryItem, get_item, list_items, row_to_item
+from .normalize import content_key, equivalent, topic_key
+from .settings import Settings
+from .timeutil import to_stored
+
+SOURCES = ("tool", "extractor", "digest", "manual", "import")
+LABEL_MAX = 500
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A candidate memory item from any writer (already validated for shape).
+
+    ``confidence`` None means the default (settings.initial_confidence); ``due_at`` is stored
+    UTC text for open items with a deadline.
+    """
+
+    category: str
+    topic: str
+    label: str
+    properties: dict[str, Any] = field(default_factory=dict)
+    confidence: float | None = None
+    reason: str = ""
+    pinned: bool = False
+    due_at: str | None = None
+
+
+Action = Literal["created", "reinforced", "superseded", "skipped"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What `remember` did. ``item`` is the item now holding the fact (None when skipped);
+    ``previous`` the item it superseded; ``conflict`` whether the pair was flagged;
+    ``evicted`` ids evicted by the cap; ``note`` a reason for a skip."""
+
+    action: Action
+    item: MemoryItem | None
+    previous: MemoryItem | None = None
+    conflict: bool = False
+    evicted: tuple[int, ...] = ()
+    note: str = ""
+
+    def describe(self) -> str:
+        """A short sentence for tool results and logs."""
+        if self.item is None:
+            return f"not stored: {self.note}"
+        if self.action == "reinforced":
+            return (
+                f"reinforced memory #{self.item.id} (now {self.item.confidence:.2f}, "
+                f"{self.item.reinforcements} mentions)"
+            )
+        if self.action == "superseded" and self.previous is not None:
+            flag = "; both were confident, flagged for review" if self.conflict else ""
+            return f"stored memory #{self.item.id}, superseding #{self.previous.id}{flag}"
+        return f"stored memory #{self.item.id}"
+
+
+def owner_of_turn(conn: sqlite3.Connection, turn_id: int) -> str:
+    """The profile of ledger turn ``turn_id``; raises NotFound."""
+    row = conn.execute("SELECT profile FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no turn #{turn_id}")
+    return str(row[0])
+
+
+def check_fact(fact: Fact) -> Fact:
+    """Normalise and validate a fact: known category, non-empty label, a topic (derived from
+    the label when empty), confidence in [0, 1], JSON-serialisable properties.
+    Raises InvalidInput."""
+    if fact.category not in CATEGORIES:
+        raise InvalidInput(
+            f"unknown category {fact.category!r}; use one of {', '.join(CATEGORIES)}"
+        )
+    label = " ".join(fact.label.split())
+    if not label:
+        raise InvalidInput("a memory needs some content")
+    if len(label) > LABEL_MAX:
+        raise InvalidInput(f"a memory label is at most {LABEL_MAX} characters")
+    topic = topic_key(fact.topic) or topic_key(label)
+    if not topic:
+        raise InvalidInput("a memory topic needs at least one letter or digit")
+    if fact.confidence is not None and not 0.0 <= fact.confidence <= 1.0:
+        raise InvalidInput("confidence must be between 0 and 1")
+    try:
+        json.dumps(fact.properties, ensure_ascii=False)
+    except (TypeError, ValueError):
+        raise InvalidInput("memory properties must be JSON values") from None
+    return Fact(
+        category=fact.category,
+        topic=topic,
+        label=label,
+        properties=dict(fact.properties),
+        confidence=fact.confidence,
+        reason=" ".join(fact.reason.split())[:500],
+        pinned=fact.pinned,
+        due_at=fact.due_at,
+    )
+
+
+def remember(
+    conn: sqlite3.Connection,
+    fact: Fact,
+    *,
+    source: str,
+    now: datetime,
+    settings: Settings,
+    source_turn_id: int | None = None,
+    profile: str | None = None,
+) -> Outcome:
+    """Write ``fact`` into memory and return what happened (see the module docstring).
+
+    The profile is the source turn's when ``source_turn_id`` is given (a differing
+    ``profile`` raises InvalidInput); otherwise ``profile`` is required (manual adds).
+    ``now`` (aware) dates the change. Raises InvalidInput for a malformed fact, NotFound for
+    an unknown source turn.
+    """
+    if source not in SOURCES:
+        raise InvalidInput(f"unknown memory source {source!r}")
+    fact = check_fact(fact)
+    ts = to_stored(now)
+    with write(conn):
+        if source_turn_id is not None:
+            owner = owner_of_turn(conn, source_turn_id)
+            if profile is not None and profile != owner:
+                raise InvalidInput("a memory belongs to the profile of its source turn")
+            profile = owner
+        if profile is None:
+            raise InvalidInput("a memory needs a source turn or a profile")
+        same_topic = [
+            row_to_item(r)
+            for r in conn.execute(
+                "SELECT * FROM memory_items WHERE profile = ? AND topic = ? "
+                "AND status IN ('active', 'retracted') ORDER BY id DESC",
+                (profile, fact.topic),
+            )
+        ]
+        if source != "manual":
+            for old in same_topic:
+                if old.status == "retracted" and equivalent(
+                    old.label, old.properties, fact.label, fact.properties
+                ):
+                    return Outcome("skipped", None, note=f"the person retracted #{old.id}")
+        active = [i for i in same_topic if i.status == "active"]
+        for old in active:
+            if equivalent(old.label, old.properties, fact.label, fact.properties):
+                item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
+                return Outcome("reinforced", item)
+        item = _create(conn, profile, fact, ts, source, source_turn_id, settings)
+        previous: MemoryItem | None = None
+        conflict = False
+        for old in active:
+            # Compared at the two decimals rheo shows: minutes of decay don't undo a tie.
+            old_conf = round(old.effective(now, settings), 2)
+            flagged = (
+                old_conf >= settings.conflict_threshold
+                and round(item.confidence, 2) >= settings.conflict_threshold
+            )
+            _supersede(conn, old, item, ts, source_turn_id, flagged, old_conf)
+            if previous is None:
+                previous, conflict = old, flagged
+        evicted = _enforce_cap(conn, profile, ts, settings, now, keep=item.id)
+        item = get_item(conn, profile, item.id)
+    return Outcome(
+        "superseded" if previous else "created",
+        item,
+        previous=previous,
+        conflict=conflict,
+        evicted=tuple(evicted),
+    )
+
+
+def _create(
+    conn: sqlite3.Connection,
+    profile: str,
+    fact: Fact,
+    ts: str,
+    source: str,
+    source_turn_id: int | None,
+    settings: Settings,
+) -> MemoryItem:
+    confidence = (
+        1.0
+        if fact.pinned
+        else (settings.initial_confidence if fact.confidence is None else fact.confidence)
+    )
+    cur = conn.execute(
+        "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
+        "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
+        "reinforced_at, status, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, "
+        "'active', ?)",
+        (
+            profile,
+            fact.category,
+            fact.topic,
+            fact.label,
+            json.dumps(fact.properties, ensure_ascii=False),
+            content_key(fact.label, fact.properties),
+            confidence,
+            int(fact.pinned),
+            fact.reason,
+            source,
+            source_turn_id,
+            ts,
+            ts,
+            fact.due_at,
+        ),
+    )
+    assert cur.lastrowid is not None
+    events.append(
+        conn,
+        item_id=cur.lastrowid,
+        profile=profile,
+        ts=ts,
+        kind="created",
+        cause=f"{source}: {fact.reason}" if fact.reason else source,
+        source_turn_id=source_turn_id,
+        data={"confidence": confidence},
+    )
+    if fact.pinned:
+        events.append(
+            conn,
+            item_id=cur.lastrowid,
+            profile=profile,
+            ts=ts,
+            kind="pinned",
+            cause="the person asked to always remember it",
+            source_turn_id=source_turn_id,
+        )
+    return get_item(conn, profile, cur.lastrowid)
+
+
+def _reinforce(
+    conn: sqlite3.Connection,
+    item: MemoryItem,
+    fact: Fact,
+    ts: str,
+    source: str,
+    source_turn_id: int | None,
+    settings: Settings,
+) -> MemoryItem:
+    confidence = min(1.0, round(item.confidence + settings.reinforce_step, 6))
+    pinned = item.pinned or fact.pinned
+    conn.execute(
+        "UPDATE memory_items SET confidence = ?, reinforcements = reinforcements + 1, "
+        "reinforced_at = ?, pinned = ? WHERE id = ?",
+        (1.0 if pinned else confidence, ts, int(pinned), item.id),
+    )
+    events.append(
+        conn,
+        item_id=item.id,
+        profile=item.profile,
+        ts=ts,
+        kind="reinforced",
+        cause=f"mentioned again ({source})",
+        source_turn_id=source_turn_id,
+        data={"confidence": confidence, "before": item.confidence},
+    )
+    if fact.pinned and not item.pinned:
+        events.append(
+            conn,
+            item_id=item.id,
+            profile=item.profile,
+            ts=ts,
+            kind="pinned",
+            cause="the person asked to always remember it",
+            source_turn_id=source_turn_id,
+        )
+    return get_item(conn, item.profile, item.id)
+
+
+def _supersede(
+    conn: sqlite3.Connection,
+    old: MemoryItem,
+    new: MemoryItem,
+    ts: str,
+    source_turn_id: int | None,
+    flagged: bool,
+    old_confidence: float,
+) -> None:
+    conn.execute(
+        "UPDATE memory_items SET status = 'superseded', superseded_by = ? WHERE id = ?",
+        (new.id, old.id),
+    )
+    events.append(
+        conn,
+        item_id=old.id,
+        profile=old.profile,
+        ts=ts,
+        kind="superseded",
+        cause=f"replaced by #{new.id}: {new.content_text()}",
+        related_item_id=new.id,
+        source_turn_id=source_turn_id,
+    )
+    if flagged:
+        conn.execute("UPDATE memory_items SET conflict_with = ? WHERE id = ?", (old.id, new.id))
+        for a, b in ((new, old), (old, new)):
+            events.append(
+                conn,
+                item_id=a.id,
+                profile=a.profile,
+                ts=ts,
+                kind="conflict_flagged",
+                cause=(
+                    f"#{new.id} ({new.confidence:.2f}) contradicts #{old.id} "
+                    f"({old_confidence:.2f}); both confident"
+                ),
+                related_item_id=b.id,
+                source_turn_id=source_turn_id,
+            )
+
+
+def _enforce_cap(
+    conn: sqlite3.Connection,
+    profile: str,
+    ts: str,
+    settings: Settings,
+    now: datetime,
+    *,
+    keep: int | None = None,
+) -> list[int]:
+    """Evict the least-reinforced unpinned facts beyond the cap (open items never count)."""
+    candidates = [
+        i
+        for i in list_items(conn, profile, statuses=("active",))
+        if not i.pinned and i.category != "open_item"
+    ]
+    excess = len(candidates) - settings.cap
+    if excess <= 0:
+        return []
+    candidates.sort(
+        key=lambda i: (
+            i.reinforcements,
+            i.effective(now, settings),
+            i.reinforced_at,
+            i.id,
+        )
+    )
+    victims = [i for i in candidates if i.id != keep][:excess]
+    for victim in victims:
+        conn.execute("UPDATE memory_items SET status = 'evicted' WHERE id = ?", (victim.id,))
+        events.append(
+            conn,
+            item_id=victim.id,
+            profile=profile,
+            ts=ts,
+            kind="evicted",
+            cause=(
+                f"memory cap of {settings.cap} reached; least reinforced "
+                f"({victim.reinforcements} mentions)"
+            ),
+        )
+    return [v.id for v in victims]
+
+
+def _set_state(
+    conn: sqlite3.Connection,
+    profile: str,
+    item_id: int,
+    now: datetime,
+    *,
+    allowed: tuple[str, ...],
+    sql: str,
+    kind: str,
+    verb: str,
+    cause: str,
+    category: str | None = None,
+) -> MemoryItem:
+    with write(conn):
+        item = get_item(conn, profile, item_id)
+        if item.status not in allowed:
+            raise InvalidInput(f"memory #{item_id} is {item.status}; it cannot be {verb}")
+        if category is not None and item.category != category:
+            raise InvalidInput(f"memory #{item_id} is not an open item ({item.category})")
+        conn.execute(sql, (item_id,))
+        events.append(
+            conn, item_id=item_id, profile=profile, ts=to_stored(now), kind=kind, cause=cause
+        )
+        return get_item(conn, profile, item_id)
+
+
+def pin(
+    conn: sqlite3.Connection,
+    profile: str,
+    item_id: int,
+    now: datetime,
+    cause: str = "pinned by the person",
+) -> MemoryItem:
+    """Pin an item: it reads 1.0, never decays and is never evicted. Raises NotFound,
+    InvalidInput (not active/done, or already pinned)."""
+    if get_item(conn, profile, item_id).pinned:
+        raise InvalidInput(f"memory #{item_id} is already pinned")
+    return _set_state(
+        conn,
+        profile,
+        item_id,
+        now,
+        allowed=("active", "done"),
+        sql="UPDATE memory_items SET pinned = 1 WHERE id = ?",
+        kind="pinned",
+        verb="pinned",
+        cause=cause,
+    )
+
+
+def unpin(
+    conn: sqlite3.Connection,
+    profile: str,
+    item_id: int,
+    now: datetime,
+    cause: str = "unpinned by the person",
+) -> MemoryItem:
+    """Unpin an item; it decays again from its stored confidence and last reinforcement."""
+    if not get_item(conn, profile, item_id).pinned:
+        raise InvalidInput(f"memory #{item_id} is not pinned")
+    return _set_state(
+        conn,
+        profile,
+        item_id,
+        now,
+        allowed=STATUS_ANY,
+        sql="UPDATE memory_items SET pinned = 0 WHERE id = ?",
+        kind="unpinned",
+        verb="unpinned",
+        cause=cause,
+    )
+
+
+STATUS_ANY = ("active", "superseded", "evicted", "retracted", "done")
+
+
+def forget(
+    conn: sqlite3.Connection,
+    profile: str,
+    item_id: int,
+    now: datetime,
+    cause: str = "retracted by the person",
+) -> MemoryItem:
+    """Retract an item: no longer injected or learned again; its row and history stay."""
+    return _set_state(
+        conn,
+        profile,
+        item_id,
+        now,
+        allowed=("active", "superseded", "evicted", "done"),
+        sql="UPDATE memory_items SET status = 'retracted', pinned = 0, conflict_with = NULL "
+        "WHERE id = ?",
+        kind="retracted",
+        verb="forgotten",
+        cause=cause,
+    )
+
+
+def mark_done(
+    conn: sqlite3.Connection,
+    profile: str,
+    item_id: int,
+    now: datetime,
+    cause: str = "marked done by the person",
+) -> MemoryItem:
+    """Close an open item (commitment); it leaves OPEN ITEMS."""
+    return _set_state(
+        conn,
+        profile,
+        item_id,
+        now,
+        allowed=("active",),
+        sql="UPDATE memory_items SET status = 'done' WHERE id = ?",
+        kind="done",
+        verb="marked done",
+        cause=cause,
+        category="open_item",
+    )
+
+
+def conflicts(conn: sqlite3.Connection, profile: str) -> list[tuple[MemoryItem, MemoryItem]]:
+    """Flagged pairs ``(newer, older)``: both confident facts on one topic, awaiting review."""
+    pairs = []
+    for item in list_items(conn, profile, statuses=("active",)):
+        if item.conflict_with is not None:
+            pairs.append((item, get_item(conn, profile, item.conflict_with)))
+    return pairs
+
+
+def resolve(conn: sqlite3.Connection, profile: str, item_id: int, now: datetime) -> MemoryItem:
+    """Resolve a flagged pair by keeping ``item_id``: it becomes (or stays) the active fact,
+    the other is superseded by it; both get a ``resolved`` event. Raises InvalidInput when the
+    item is in no flagged pair."""
+    ts = to_stored(now)
+    with write(conn):
+        chosen = get_item(conn, profile, item_id)
+        pair = next(
+            ((new, old) for new, old in conflicts(conn, profile) if item_id in (new.id, old.id)),
+            None,
+        )
+        if pair is None:
+            raise InvalidInput(f"memory #{item_id} is not part of a flagged conflict")
+        new, old = pair
+        other = old if chosen.id == new.id else new
+        conn.execute(
+            "UPDATE memory_items SET status = 'active', superseded_by = NULL, "
+            "conflict_with = NULL WHERE id = ?",
+            (chosen.id,),
+        )
+        conn.execute(
+            "UPDATE memory_items SET status = 'superseded', superseded_by = ?, "
+            "conflict_with = NULL WHERE id = ?",
+            (chosen.id, other.id),
+        )
+        events.append(
+            conn,
+            item_id=chosen.id,
+            profile=profile,
+            ts=ts,
+            kind="resolved",
+            cause=f"kept by the person over #{other.id}",
+            related_item_id=other.id,
+        )
+        events.append(
+            conn,
+            item_id=other.id,
+            profile=profile,
+            ts=ts,
+            kind="resolved",
+            cause=f"the person kept #{chosen.id} instead",
+            related_item_id=chosen.id,
+        )
+        return get_item(conn, profile, chosen.id)
+
+
+def supersede_chain(conn: sqlite3.Connection, profile: str, item_id: int) -> list[MemoryItem]:
+    """Every version of the fact ``item_id`` belongs to, oldest first: earlier items that
+    point to it through ``superseded_by`` and later ones it points to."""
+    item = get_item(conn, profile, item_id)
+    older: list[MemoryItem] = []
+    frontier = [item.id]
+    seen = {item.id}
+    while frontier:
+        current = frontier.pop()
+        for row in conn.execute(
+            "SELECT * FROM memory_items WHERE profile = ? AND superseded_by = ?",
+            (profile, current),
+        ):
+            if row["id"] not in seen:
+                seen.add(row["id"])
+                older.append(row_to_item(row))
+                frontier.append(row["id"])
+    newer: list[MemoryItem] = []
+    cursor = item
+    while cursor.superseded_by is not None and cursor.superseded_by not in seen:
+        seen.add(cursor.superseded_by)
+        cursor = get_item(conn, profile, cursor.superseded_by)
+        newer.append(cursor)
+    return sorted(older, key=lambda i: i.id) + [item] + newer

@@ -1,0 +1,149 @@
+"""The tools Claude gets in a chat call (seed 1): ``write_memory`` to store a durable fact,
+``memory_search`` and ``chat_search`` to look further back than what was injected.
+
+Whatever the tool input says, rheo enforces ownership (the profile and source turn are the
+current turn's) and append-only history (a write goes through the memory write path).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from .memory import items as item_store
+from .memory import ledger
+from .memory.facts_json import read_fact
+from .memory.items import CATEGORIES
+from .memory.pins import wants_pin
+from .memory.remember import remember
+from .providers.base import ToolCall, ToolSpec
+from .runtime import Runtime
+
+WRITE_MEMORY = ToolSpec(
+    name="write_memory",
+    description=(
+        "Store a durable fact about the person so it is remembered in later conversations: a "
+        "preference, a person in their life, a project detail, a goal, a deadline, a decision, "
+        "or a commitment they made (category open_item). Use the person's language. A new fact "
+        "on an existing topic replaces the old one, which stays in the history."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "category": {"type": "string", "enum": list(CATEGORIES)},
+            "topic": {"type": "string", "description": "Short key, 1-4 words: 'arowyn school'."},
+            "content": {
+                "type": "object",
+                "properties": {
+                    "label": {"type": "string", "description": "The fact, one sentence."},
+                    "properties": {"type": "object", "description": "Details as key/values."},
+                },
+                "required": ["label"],
+            },
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string", "description": "Why it is worth remembering."},
+            "due": {"type": "string", "description": "ISO 8601 deadline, for open items."},
+        },
+        "required": ["category", "topic", "content"],
+    },
+)
+
+MEMORY_SEARCH = ToolSpec(
+    name="memory_search",
+    description="Search the stored facts about the person (including replaced ones) by words.",
+    input_schema={
+        "type": "object",
+        "properties": {"query": {"type": "string"}},
+        "required": ["query"],
+    },
+)
+
+CHAT_SEARCH = ToolSpec(
+    name="chat_search",
+    description=(
+        "Search every earlier conversation turn with the person by keywords; returns dated "
+        "turns, best matches first."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+        },
+        "required": ["query"],
+    },
+)
+
+SPECS = [WRITE_MEMORY, MEMORY_SEARCH, CHAT_SEARCH]
+
+
+def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+    notes: list[str] = []
+    candidate = read_fact(data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content)
+    if candidate is None:
+        return "not stored: " + "; ".join(notes)
+    fact = replace(candidate.fact, pinned=wants_pin(turn.content))
+    outcome = remember(
+        rt.conn,
+        fact,
+        source="tool",
+        now=rt.now(),
+        settings=rt.settings,
+        source_turn_id=turn.id,
+    )
+    return outcome.describe() + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+    query = str(data.get("query", ""))
+    found = item_store.search_items(rt.conn, turn.profile, query, statuses=None, limit=10)
+    if not found:
+        return "no stored facts match"
+    now = rt.now()
+    return "\n".join(
+        f"#{i.id} ({i.category}, {i.status}, confidence {i.effective(now, rt.settings):.2f}, "
+        f"since {i.created_at[:10]}) {i.content_text()}"
+        for i, _ in found
+    )
+
+
+def _chat_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+    query = str(data.get("query", ""))
+    try:
+        limit = max(1, min(20, int(data.get("limit", 8))))
+    except (TypeError, ValueError):
+        limit = 8
+    found = ledger.search_turns(rt.conn, turn.profile, query, limit=limit, any_term=True)
+    found = [(t, s) for t, s in found if t.id != turn.id]
+    if not found:
+        return "no earlier turns match"
+    return "\n".join(
+        f"#{t.id} [{t.ts[:16].replace('T', ' ')} UTC] {t.role}: {' '.join(t.content.split())[:400]}"
+        for t, _ in found
+    )
+
+
+_RUNNERS = {
+    "write_memory": _write_memory,
+    "memory_search": _memory_search,
+    "chat_search": _chat_search,
+}
+
+
+def run_tool(rt: Runtime, call: ToolCall, turn: ledger.Turn) -> str:
+    """Run one tool call made during ``turn`` (the person's stored turn); returns the text
+    result for the model. Errors become a result text, never an exception."""
+    runner = _RUNNERS.get(call.name)
+    if runner is None:
+        return f"unknown tool {call.name!r}"
+    if not isinstance(call.input, dict):
+        return "the tool input must be an object"
+    try:
+        return runner(rt, call.input, turn)
+    except Exception as exc:  # noqa: BLE001 - a tool failure is reported to the model
+        from .memory.errors import EngineError
+
+        if isinstance(exc, EngineError):
+            return f"error: {exc}"
+        return f"error: {type(exc).__name__}: {json.dumps(str(exc))[:200]}"

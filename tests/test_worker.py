@@ -1,0 +1,111 @@
+"""The background worker: detached after a reply, killed mid-job and taken over, one at a time."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import netguard
+from fakeapi import hang, text
+from helpers import REPO, db_rows, facts_reply, kind_of, route, run_rheo
+
+
+def _env(api, home, **extra):
+    env = {k: v for k, v in os.environ.items() if k != "RHEO_WORKER"}
+    env.update(
+        ANTHROPIC_BASE_URL=api.base_url,
+        ANTHROPIC_API_KEY="k",
+        RHEO_HOME=str(home),
+        RHEO_NOW="2026-03-03T10:00:00+00:00",
+        **extra,
+    )
+    return env
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def items(home):
+    try:
+        return [r[0] for r in db_rows(home, "SELECT label FROM memory_items")]
+    except Exception:  # noqa: BLE001 - the table may not exist yet
+        return []
+
+
+def test_reply_returns_before_extraction_which_runs_detached(api, home):
+    slow_extract = facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9})
+    slow_extract = type(slow_extract)(**{**slow_extract.__dict__, "delay": 1.5})
+    route(api, chat=text("Nice city."), extract=slow_extract)
+    start = time.monotonic()
+    proc = run_rheo("ask", "I live in Porto.", env=_env(api, home))
+    elapsed = time.monotonic() - start
+    assert proc.returncode == 0 and proc.stdout == b"Nice city.\n", proc.stderr
+    assert items(home) == []  # the process did not wait for the extractor
+    assert wait_for(lambda: items(home)) == ["Lives in Porto"]
+    assert elapsed < 1.5 + 10  # sanity only; the real check is the line above
+    job = db_rows(home, "SELECT status, leased_by FROM jobs")[0]
+    assert tuple(job) == ("done", None)
+
+
+def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, monkeypatch):
+    route(api, chat=text("ok"), extract=hang(30))
+    env = _env(api, home, RHEO_WORKER="off")
+    assert run_rheo("ask", "I live in Braga.", env=env).returncode == 0
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "rheo_cli.background", "--worker"],
+        env=netguard.subprocess_env(_env(api, home)),
+        cwd=str(REPO),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    api.wait_for_requests(2, timeout=20)  # chat + the extraction call the worker is stuck on
+    status = db_rows(home, "SELECT status, leased_by FROM jobs")[0]
+    assert status["status"] == "running" and status["leased_by"].endswith(f":{worker.pid}")
+    worker.send_signal(signal.SIGKILL)
+    worker.wait(timeout=10)
+    assert db_rows(home, "SELECT status FROM jobs")[0][0] == "running"  # left mid-job
+    route(api, extract=facts_reply({"topic": "city", "label": "Lives in Braga"}))
+    monkeypatch.setenv("RHEO_NOW", "2026-03-03T10:05:00+00:00")
+    out = json.loads(rheo("maintain", "--json").stdout)
+    assert [j["kind"] for j in out["done"]] == ["extract"]
+    assert items(home) == ["Lives in Braga"]
+    job = db_rows(home, "SELECT status, attempts FROM jobs")[0]
+    assert tuple(job) == ("done", 1)
+
+
+def test_only_one_detached_worker_runs_at_a_time(api, home):
+    route(api, chat=text("ok"), extract=hang(2))
+    env = _env(api, home, RHEO_WORKER="off")
+    for n in range(3):
+        assert run_rheo("ask", f"fact number {n}", env=env).returncode == 0
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "rheo_cli.background", "--worker"],
+            env=netguard.subprocess_env(_env(api, home)),
+            cwd=str(REPO),
+        )
+        for _ in range(3)
+    ]
+    codes = [w.wait(timeout=60) for w in workers]
+    assert codes == [0, 0, 0]
+    extracts = [r for r in api.message_requests if kind_of(r) == "extract"]
+    assert len(extracts) == 3  # each job ran once, by the worker holding the lock
+    assert [r[0] for r in db_rows(home, "SELECT status FROM jobs")] == ["done"] * 3
+
+
+def test_worker_inline_mode(rheo, api, monkeypatch, home):
+    monkeypatch.setenv("RHEO_WORKER", "inline")
+    route(api, extract=facts_reply({"topic": "pet", "label": "Has a cat named Miso"}))
+    rheo("ask", "My cat is Miso.")
+    assert items(home) == ["Has a cat named Miso"]
