@@ -45,7 +45,7 @@ class TurnResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        """``rheo ask --json``: reply, session_id, turn_ids, usage, model, status."""
+        """``rheo ask --json``: reply, session_id, turn_ids, usage, model, status, error."""
         return {
             "reply": self.reply,
             "session_id": self.user_turn.session_id,
@@ -58,25 +58,44 @@ class TurnResult:
             },
             "model": self.model,
             "status": self.assistant_turn.status,
+            "error": None,
             "context_tokens": self.context.context_tokens,
         }
 
 
 class TurnFailed(Exception):
-    """The model call failed after the person's turn was stored; ``turn`` is the error turn."""
+    """The model call failed after the person's turn was stored; ``turn`` is the stored
+    error turn (with whatever text arrived), ``user_turn`` the person's."""
 
-    def __init__(self, error: ProviderError, turn: ledger.Turn) -> None:
+    def __init__(self, error: ProviderError, turn: ledger.Turn, user_turn: ledger.Turn) -> None:
         super().__init__(str(error))
         self.error = error
         self.turn = turn
+        self.user_turn = user_turn
 
 
 class TurnInterrupted(Exception):
     """Ctrl-C during the reply; ``turn`` is the stored partial reply (status interrupted)."""
 
-    def __init__(self, turn: ledger.Turn) -> None:
+    def __init__(self, turn: ledger.Turn, user_turn: ledger.Turn) -> None:
         super().__init__("interrupted")
         self.turn = turn
+        self.user_turn = user_turn
+
+
+def outcome_json(user_turn: ledger.Turn, turn: ledger.Turn, error: str | None) -> dict[str, Any]:
+    """``rheo ask --json`` for a reply that did not complete: the partial text, its status and
+    the error, with the same keys as a successful reply."""
+    usage = turn.usage or ledger.Usage()
+    return {
+        "reply": turn.content,
+        "session_id": user_turn.session_id,
+        "turn_ids": [user_turn.id, turn.id],
+        "usage": usage.to_json(),
+        "model": turn.model,
+        "status": turn.status,
+        "error": error,
+    }
 
 
 def clock_text(now: datetime) -> str:
@@ -234,7 +253,7 @@ class Assistant:
             turn = self._record(user_turn, "".join(parts), "interrupted", usage, model, calls)
             if self.after_reply is not None:
                 self.after_reply(user_turn, turn)
-            raise TurnInterrupted(turn) from None
+            raise TurnInterrupted(turn, user_turn) from None
         except ProviderError as exc:
             turn = self._record(
                 user_turn,
@@ -245,7 +264,7 @@ class Assistant:
                 calls,
                 error={"kind": exc.kind, "message": str(exc)},
             )
-            raise TurnFailed(exc, turn) from None
+            raise TurnFailed(exc, turn, user_turn) from None
         reply = "".join(parts).strip()
         assistant_turn = self._record(user_turn, reply, "ok", usage, model, calls)
         if self.after_reply is not None:

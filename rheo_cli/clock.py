@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 
-from .errors import ConfigError
+from .errors import UsageError
 from .memory.errors import InvalidInput
 from .memory.timeutil import local_zone, parse_instant
 
@@ -19,7 +19,7 @@ Clock = Callable[[], datetime]
 
 
 def from_env(environ: dict[str, str] | None = None) -> Clock:
-    """A clock function returning aware datetimes; raises ConfigError for a bad ``RHEO_NOW``."""
+    """A clock function returning aware datetimes; raises UsageError for a bad ``RHEO_NOW``."""
     env = os.environ if environ is None else environ
     raw = env.get("RHEO_NOW", "").strip()
     if not raw:
@@ -27,5 +27,5 @@ def from_env(environ: dict[str, str] | None = None) -> Clock:
     try:
         fixed = parse_instant(raw, default_tz=local_zone())
     except InvalidInput as exc:
-        raise ConfigError(f"RHEO_NOW: {exc}") from None
+        raise UsageError(f"RHEO_NOW: {exc}") from None
     return lambda: fixed

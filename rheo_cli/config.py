@@ -62,7 +62,7 @@ def _number(table: dict[str, Any], key: str, where: str, *, lo: float, hi: float
     value = table[key]
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
         name = f"[{where}] {key}" if where else key
-        raise ConfigError(f"{name} must be a number from {lo:g} to {hi:g}, not {value!r}")
+        raise ConfigError(f"{name} must be a number from {lo:,g} to {hi:,.0f}, not {value!r}")
     return float(value)
 
 

@@ -83,7 +83,10 @@ def build(
     Raises UsageError for a bad profile name, ConfigError for a bad config file or RHEO_NOW.
     """
     env = dict(os.environ) if environ is None else environ
-    name = profile or env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
+    if profile is not None:
+        name = profile
+    else:
+        name = env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
     try:
         check_profile(name)
     except InvalidInput as exc:

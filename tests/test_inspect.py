@@ -101,3 +101,32 @@ def test_every_command_has_help_text(rheo):
         cmd = stack.pop()
         assert (cmd.help or "").strip(), cmd.name
         stack.extend(getattr(cmd, "commands", {}).values())
+
+
+def test_paths_work_when_the_config_is_broken(rheo, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("model = [")
+    result = rheo("paths", "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["config"].endswith("config.toml")
+
+
+def test_global_new_flag_applies_to_ask(rheo, api, home):
+    rheo("ask", "one")
+    out = json.loads(rheo("--new", "ask", "--json", "two").stdout)
+    assert out["session_id"] == 2
+
+
+def test_piped_stdin_to_bare_rheo_asks(rheo, api, home):
+    result = rheo(input="a piped question\n")
+    assert result.exit_code == 0 and result.stdout == "ok\n"
+    assert api.last.body["messages"][0]["content"][-1]["text"].endswith("---\na piped question")
+
+
+def test_chat_without_a_terminal_is_a_usage_error(rheo, api):
+    result = rheo("chat", input="hello\n")
+    assert result.exit_code == 2 and "needs a terminal" in result.stderr
+
+
+def test_empty_profile_name_is_refused(rheo):
+    result = rheo("--profile", "", "history", "recent")
+    assert result.exit_code == 2 and "invalid profile name" in result.stderr

@@ -198,3 +198,23 @@ def test_assistant_reply_joins_its_question_session_even_after_gap(conn):
         conn, "slow answer", T0 + timedelta(hours=3), role="assistant", session_id=q.turn.session_id
     )
     assert r.turn.session_id == q.turn.session_id and not r.opened_session
+
+
+def test_clock_set_back_beyond_the_gap_starts_its_own_session(conn):
+    nov = add(conn, "november", T0 + timedelta(days=200))
+    jan = add(conn, "january", T0)
+    jan2 = add(conn, "january later", T0 + timedelta(hours=3))
+    assert jan.opened_session and jan.turn.session_id != nov.turn.session_id
+    assert jan2.opened_session and jan2.turn.session_id != jan.turn.session_id
+    s = sessions.get_session(conn, "default", jan.turn.session_id)
+    assert s.started_at == s.last_turn_at == "2026-05-01T09:00:00.000Z"
+
+
+def test_turn_slightly_earlier_than_session_start_joins_and_moves_start(conn):
+    a = add(conn, "ten o'clock", T0)
+    b = add(conn, "replayed 9:30", T0 - timedelta(minutes=30))
+    assert b.turn.session_id == a.turn.session_id
+    s = sessions.get_session(conn, "default", a.turn.session_id)
+    assert (
+        s.started_at == "2026-05-01T08:30:00.000Z" and s.last_turn_at == "2026-05-01T09:00:00.000Z"
+    )

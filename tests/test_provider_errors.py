@@ -88,6 +88,7 @@ def test_timeout(rheo, api, home):
     api.default = hang(5)
     result = rheo("ask", "q")
     assert_one_line_failure(result, "timed out")
+    assert len(api.message_requests) == 1  # a timeout is reported, not retried
     assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
 
 
@@ -103,10 +104,21 @@ def test_connection_refused(rheo, monkeypatch, home):
     assert turns(home)[0] == ("user", "anyone there?", None)
 
 
-def test_no_key_is_a_clear_error_before_anything_is_stored(rheo, home):
+def test_no_key_is_a_clear_error_and_the_question_is_kept(rheo, home):
     result = rheo("ask", "q")
     assert_one_line_failure(result, "ANTHROPIC_API_KEY is not set")
-    assert not (home / "rheo.db").exists() or turns(home) == []
+    assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
+
+
+def test_json_on_failure_reports_status_and_error(rheo, api, home):
+    import json
+
+    api.default = drop("Half of it ", after_chunks=1)
+    result = rheo("ask", "--json", "q")
+    assert result.exit_code == 1
+    out = json.loads(result.stdout)
+    assert out["status"] == "error" and "broke off" in out["error"]
+    assert out["reply"].startswith("Half") and out["turn_ids"] == [1, 2]
 
 
 def test_error_turn_records_the_failure_in_meta(rheo, api, home):
@@ -138,3 +150,23 @@ def test_stream_that_ends_without_message_stop_is_not_taken_as_complete(rheo, ap
     assert result.exit_code == 1
     assert "ended before the reply was complete" in result.stderr
     assert turns(home)[-1][2] == "error"
+
+
+def test_long_retry_after_is_not_waited_for(rheo, api, home):
+    api.default = error(429, "rate_limit_error", "slow down", headers={"retry-after": "120"})
+    result = rheo("ask", "q")
+    assert_one_line_failure(result, "rate limited")
+    assert len(api.message_requests) == 1
+
+
+def test_retry_after_is_honoured(rheo, api, home):
+    import time
+
+    api.queue(
+        error(529, "overloaded_error", "busy", headers={"retry-after-ms": "400"}), text("done")
+    )
+    start = time.monotonic()
+    result = rheo("ask", "q")
+    assert result.exit_code == 0 and result.stdout == "done\n"
+    gap = api.message_requests[1].received_at - api.message_requests[0].received_at
+    assert gap >= 0.4 and time.monotonic() - start < 10

@@ -144,7 +144,14 @@ def test_rendered_markdown_output(pipe, api, home):
     assert "# Title" not in shown  # rendered, not raw markdown
 
 
-def test_missing_key_is_reported_without_storing(pipe, home):
+def test_missing_key_is_reported_and_the_message_kept(pipe, home):
     out = repl(pipe, "hello\r" + CTRL_D)
     assert "ANTHROPIC_API_KEY is not set" in out
-    assert not (home / "rheo.db").exists()  # nothing was stored
+    assert db_rows(home, "SELECT content FROM turns WHERE role = 'user'")[0][0] == "hello"
+
+
+def test_history_file_is_private(pipe, api, home):
+    import stat
+
+    repl(pipe, "x\r" + CTRL_D)
+    assert stat.S_IMODE((home / "history" / "default").stat().st_mode) == 0o600

@@ -89,10 +89,10 @@ def test_bad_config_is_one_line_exit_1(rheo, home):
     assert result.exit_code == 1 and "unknown setting [memory] 'colour'" in result.stderr
 
 
-def test_bad_rheo_now_is_one_line_exit_1(rheo, monkeypatch):
+def test_bad_rheo_now_is_a_usage_error(rheo, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", "yesterday-ish")
     result = rheo("history", "recent")
-    assert result.exit_code == 1 and "RHEO_NOW" in result.stderr
+    assert result.exit_code == 2 and "RHEO_NOW" in result.stderr
 
 
 def test_gap_hours_from_config(rheo, api, home, monkeypatch):

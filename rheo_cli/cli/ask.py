@@ -11,7 +11,7 @@ from ..errors import ExitStatus
 from .errors import command, say_error
 from .inputs import compose, read_stdin
 from .options import Json, Model, New, Profile
-from .state import runtime_for
+from .state import GLOBAL, runtime_for
 
 
 @command
@@ -31,15 +31,12 @@ def ask(
     from ..providers import anthropic_api
 
     anthropic_api.preload()
-    from ..assistant import TurnFailed, TurnInterrupted
+    from ..assistant import TurnFailed, TurnInterrupted, outcome_json
+    from .output import print_json
     from .wiring import kick_background, make_assistant
 
     message = compose(text, read_stdin())
     rt = runtime_for(profile, model)
-    if not anthropic_api.has_credentials():
-        from ..errors import ConfigError
-
-        raise ConfigError("ANTHROPIC_API_KEY is not set: export your API key to chat with Claude")
     assistant = make_assistant(rt)
     rendered = sys.stdout.isatty() and not json_out
     from .stream import ReplyWriter
@@ -52,14 +49,21 @@ def ask(
 
     try:
         result = assistant.turn(
-            message, new_session=new, on_text=None if json_out else writer, on_context=notes
+            message,
+            new_session=new or GLOBAL.new,
+            on_text=None if json_out else writer,
+            on_context=notes,
         )
     except TurnInterrupted as exc:
         writer.finish()
+        if json_out:
+            print_json(outcome_json(exc.user_turn, exc.turn, "interrupted"))
         say_error(f"interrupted: the partial reply is kept as turn #{exc.turn.id}")
         raise typer.Exit(int(ExitStatus.INTERRUPTED)) from None
     except TurnFailed as exc:
         writer.finish()
+        if json_out:
+            print_json(outcome_json(exc.user_turn, exc.turn, str(exc.error)))
         say_error(str(exc.error))
         raise typer.Exit(int(ExitStatus.ERROR)) from None
     finally:
@@ -67,6 +71,4 @@ def ask(
         kick_background(rt)
         rt.close()
     if json_out:
-        from .output import print_json
-
         print_json(result.to_json())

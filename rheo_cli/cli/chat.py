@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from .errors import command
 from .options import Model, New, Profile
-from .state import runtime_for
+from .state import GLOBAL, runtime_for
 
 
 @command
 def chat(new: New = False, model: Model = None, profile: Profile = None) -> None:
     """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits."""
+    import sys
+
+    from ..errors import UsageError
+
+    if not sys.stdin.isatty():
+        raise UsageError("the REPL needs a terminal; pipe questions to 'rheo ask' instead")
     from ..providers import anthropic_api
 
     anthropic_api.preload()
@@ -17,6 +23,6 @@ def chat(new: New = False, model: Model = None, profile: Profile = None) -> None
 
     rt = runtime_for(profile, model)
     try:
-        run_repl(rt, new_session=new)
+        run_repl(rt, new_session=new or GLOBAL.new)
     finally:
         rt.close()

@@ -26,7 +26,11 @@ def context(
     ] = None,
     profile: Profile = None,
 ) -> None:
-    """Show the system prompt and messages rheo would send for TEXT, tokens per section."""
+    """Show what would be sent for TEXT. No model call.
+
+    The system prompt and messages exactly as rheo would send them, with the estimated tokens
+    of each injected section.
+    """
     piped = read_stdin()
     message = " ".join(text or []).strip()
     if piped and piped.strip():

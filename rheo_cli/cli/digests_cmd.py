@@ -12,8 +12,14 @@ from .options import Json, Limit, Profile
 from .output import local, preview, print_json
 from .state import runtime_for
 
-app = typer.Typer(help="Session digests: summaries of closed sessions.", no_args_is_help=True)
-jobs_app = typer.Typer(help="Background jobs: extraction and digests.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Session digests: summaries of closed sessions.",
+    no_args_is_help=True,
+)
+jobs_app = typer.Typer(
+    rich_markup_mode=None, help="Background jobs: extraction and digests.", no_args_is_help=True
+)
 
 
 @app.command("list")
@@ -73,7 +79,11 @@ def show(
 
 @command
 def maintain(json_out: Json = False, profile: Profile = None) -> None:
-    """Run pending background work now: digests of closed sessions, fact extraction."""
+    """Run pending memory work now (extraction, digests).
+
+    Queues digests for sessions that have closed, then runs every pending job of the profile
+    in the foreground, retrying ones that failed before.
+    """
     from datetime import timedelta
 
     from ..background.worker import run_pending

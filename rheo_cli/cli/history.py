@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from .errors import command
 from .options import Json, Limit, Profile
-from .output import local, preview, print_json
+from .output import print_json, turn_line
 from .state import runtime_for
 
-app = typer.Typer(help="Search and list stored turns (the ledger).", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Search and list stored turns (the ledger).", no_args_is_help=True
+)
 
 
-def _print_turns(turns, now, scores=None) -> None:  # type: ignore[no-untyped-def]
+def _print_turns(turns: list[Any], now: Any) -> None:
     if not turns:
         print("(no turns)")
         return
     for turn in turns:
-        mark = f" ({turn.status})" if turn.status not in (None, "ok") else ""
-        print(
-            f"#{turn.id:<6} {local(turn.ts, now)}  s{turn.session_id:<4} "
-            f"{turn.role + mark:<10} {preview(turn.content)}"
-        )
+        print(turn_line(turn, now))
 
 
 @app.command()

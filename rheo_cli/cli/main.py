@@ -20,6 +20,7 @@ from .state import GLOBAL
 
 app = typer.Typer(
     name="rheo",
+    rich_markup_mode=None,
     help="A command-line assistant that remembers. Run with no command to chat.",
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -34,7 +35,12 @@ def root(
     """rheo: chat with Claude; everything is kept in a local SQLite file and remembered."""
     GLOBAL.profile = profile
     GLOBAL.model = model
+    GLOBAL.new = new
     if ctx.invoked_subcommand is None:
+        if sys.stdin is not None and not sys.stdin.isatty():
+            # `echo "question" | rheo` asks, as `rheo ask` would.
+            ask_cmd.ask(text=None, json_out=False, new=new, model=model, profile=profile)
+            return
         chat_cmd.chat(new=new, model=model, profile=profile)
 
 

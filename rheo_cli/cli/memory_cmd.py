@@ -13,9 +13,13 @@ from .output import local, preview, print_json
 from .state import runtime_for
 
 app = typer.Typer(
-    help="Durable facts rheo remembers: list, show, correct, forget.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Durable facts rheo remembers: list, show, correct, forget.",
+    no_args_is_help=True,
 )
-items_app = typer.Typer(help="Open items: commitments rheo follows up on.", no_args_is_help=True)
+items_app = typer.Typer(
+    rich_markup_mode=None, help="Open items: commitments rheo follows up on.", no_args_is_help=True
+)
 
 ItemId = Annotated[int, typer.Argument(help="Memory item id (see 'rheo memory list').")]
 

@@ -9,10 +9,17 @@ import typer
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 New = Annotated[bool, typer.Option("--new", help="Start a new session now.")]
 Model = Annotated[
-    str | None, typer.Option("--model", "-m", help="Model to chat with (else RHEO_MODEL, config).")
+    str | None,
+    typer.Option(
+        "--model", "-m", metavar="MODEL", help="Model to chat with (else RHEO_MODEL, config)."
+    ),
 ]
 Profile = Annotated[
     str | None,
-    typer.Option("--profile", "-p", help="Profile to use (else RHEO_PROFILE, or 'default')."),
+    typer.Option(
+        "--profile", "-p", metavar="NAME", help="Profile to use (else RHEO_PROFILE, or 'default')."
+    ),
 ]
-Limit = Annotated[int, typer.Option("--limit", "-n", min=1, max=100_000, help="How many.")]
+Limit = Annotated[
+    int, typer.Option("--limit", "-n", min=1, max=100_000, metavar="N", help="How many.")
+]

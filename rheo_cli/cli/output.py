@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..memory.ledger import Turn
 
 from ..memory.timeutil import from_stored
 
@@ -24,3 +27,18 @@ def preview(text: str, width: int = 100) -> str:
 def local(stored: str, now: datetime) -> str:
     """Stored UTC text shown in the clock's time zone as ``YYYY-MM-DD HH:MM``."""
     return from_stored(stored).astimezone(now.tzinfo).strftime("%Y-%m-%d %H:%M")
+
+
+def turn_line(turn: Turn, now: datetime, width: int = 90) -> str:
+    """One turn as a listing line: id, local time, session, role (and status), preview.
+
+    A failed reply with no text shows why it failed."""
+    role = turn.role + (f" ({turn.status})" if turn.status not in (None, "ok") else "")
+    text = turn.content
+    if not text and turn.status == "error":
+        error = turn.meta.get("error", {})
+        text = f"[{error.get('message', 'no reply')}]" if isinstance(error, dict) else "[error]"
+    return (
+        f"#{turn.id:<6} {local(turn.ts, now)}  s{turn.session_id:<4} {role:<21} "
+        f"{preview(text, width)}"
+    )

@@ -5,14 +5,28 @@ from __future__ import annotations
 from .errors import command
 from .options import Json, Profile
 from .output import print_json
-from .state import runtime_for
 
 
 @command
 def paths(json_out: Json = False, profile: Profile = None) -> None:
     """Show the database, config file and REPL history locations."""
-    rt = runtime_for(profile)
-    info = rt.paths.to_json()
+    import os
+
+    from ..errors import UsageError
+    from ..memory.errors import InvalidInput
+    from ..memory.profiles import DEFAULT_PROFILE, check_profile
+    from ..paths import resolve
+    from .state import GLOBAL
+
+    # No config is read: paths must work when config.toml is the thing that is broken.
+    name = profile if profile is not None else GLOBAL.profile
+    if name is None:
+        name = os.environ.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
+    try:
+        check_profile(name)
+    except InvalidInput as exc:
+        raise UsageError(str(exc)) from None
+    info = resolve(name).to_json()
     if json_out:
         print_json(info)
         return

@@ -9,7 +9,7 @@ from .options import Json, Limit, Profile
 from .output import local, print_json
 from .state import runtime_for
 
-app = typer.Typer(help="List conversation sessions.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="List conversation sessions.", no_args_is_help=True)
 
 
 @app.command("list")

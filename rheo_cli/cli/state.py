@@ -11,6 +11,7 @@ class GlobalOptions:
 
     profile: str | None = None
     model: str | None = None
+    new: bool = False
 
 
 GLOBAL = GlobalOptions()
@@ -20,4 +21,5 @@ def runtime_for(profile: str | None = None, model: str | None = None):  # type: 
     """Build the Runtime: a command's own options win over the global ones."""
     from .. import runtime
 
-    return runtime.build(profile=profile or GLOBAL.profile, model=model or GLOBAL.model)
+    chosen = profile if profile is not None else GLOBAL.profile
+    return runtime.build(profile=chosen, model=model or GLOBAL.model)

@@ -6,28 +6,59 @@ import os
 import sys
 from typing import Any, TextIO
 
+_FENCES = ("```", "~~~")
+
+
+def settled_prefix(text: str) -> int:
+    """Length of the part of ``text`` that later deltas can no longer change as Markdown: up
+    to the last blank line that is outside a code fence and followed by more text (0 if none).
+    """
+    best = 0
+    pos = 0
+    in_fence = False
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith(_FENCES):
+            in_fence = not in_fence
+        pos += len(line)
+        if not in_fence and not stripped and pos < len(text) and line.endswith("\n"):
+            best = pos
+    return best
+
 
 class ReplyWriter:
     """Receives reply text deltas and shows them.
 
-    With ``rendered`` (stdout is a terminal) the text is re-rendered as Markdown with rich's
-    Live display; otherwise deltas are written raw and flushed. A closed pipe (``| head -1``)
-    sets `pipe_closed` and the rest is swallowed, so the caller can still store the whole
-    reply and exit quietly. A spinner on stderr (terminals only) waits for the first text.
+    Raw mode (stdout is a pipe) writes each delta and flushes. Rendered mode (a terminal)
+    prints each finished Markdown block once, permanently, and shows only the block still
+    being written in a transient live area, so a reply taller than the terminal never leaves
+    repeated copies in the scrollback. A closed pipe (``| head -1``) sets `pipe_closed` and
+    the rest is swallowed, so the caller can still store the whole reply and exit quietly.
+    ``spinner`` shows "thinking…" on ``spinner_out`` (stderr by default) until the first text.
     """
 
-    def __init__(self, *, rendered: bool, out: TextIO | None = None, spinner: bool = False):
+    def __init__(
+        self,
+        *,
+        rendered: bool,
+        out: TextIO | None = None,
+        spinner: bool = False,
+        spinner_out: TextIO | None = None,
+    ) -> None:
         self.rendered = rendered
         self.out = out or sys.stdout
         self.text = ""
         self.pipe_closed = False
         self.finished = False
+        self._printed = 0
+        self._console: Any = None
         self._live: Any = None
         self._status: Any = None
         if spinner:
             from rich.console import Console
 
-            self._status = Console(stderr=True).status("thinking…", spinner="dots")
+            console = Console(file=spinner_out or sys.stderr)
+            self._status = console.status("thinking…", spinner="dots")
             self._status.start()
 
     def _stop_spinner(self) -> None:
@@ -49,38 +80,48 @@ class ReplyWriter:
         except BrokenPipeError:
             self._close_pipe()
 
-    def _render(self) -> None:
+    def _markdown(self, text: str) -> Any:
         from rich.markdown import Markdown
 
-        if self._live is None:
+        return Markdown(text)
+
+    def _render(self) -> None:
+        if self._console is None:
             from rich.console import Console
             from rich.live import Live
 
-            console = Console(file=self.out)
+            self._console = Console(file=self.out)
             self._live = Live(
-                Markdown(self.text),
-                console=console,
-                refresh_per_second=12,
-                vertical_overflow="visible",
-                transient=False,
+                console=self._console,
+                refresh_per_second=10,
+                transient=True,
+                vertical_overflow="crop",
+                auto_refresh=False,
             )
             self._live.start()
-        else:
-            self._live.update(Markdown(self.text))
+        cut = settled_prefix(self.text)
+        if cut > self._printed:
+            block = self.text[self._printed : cut]
+            self._printed = cut
+            self._live.update("", refresh=True)
+            self._console.print(self._markdown(block))
+        tail = self.text[self._printed :]
+        self._live.update(self._markdown(tail), refresh=True)
 
     def finish(self) -> None:
-        """End the display: final render, trailing newline for raw text, spinner stopped.
-        Calling it again does nothing."""
+        """End the display: print the last block, or a final newline for raw text; stop the
+        spinner. Calling it again does nothing."""
         self._stop_spinner()
         if self.pipe_closed or self.finished:
             return
         self.finished = True
         try:
             if self._live is not None:
-                from rich.markdown import Markdown
-
-                self._live.update(Markdown(self.text))
+                self._live.update("", refresh=True)
                 self._live.stop()
+                tail = self.text[self._printed :]
+                if tail.strip():
+                    self._console.print(self._markdown(tail))
                 self._live = None
             elif self.text and not self.rendered and not self.text.endswith("\n"):
                 self.out.write("\n")

@@ -36,6 +36,8 @@ from .settings import Settings
 from .tokens import estimate
 
 SEPARATOR = "---"
+LARGE_MESSAGE_TOKENS = 150_000
+"""Above this estimate a message may not fit a model's context window: say so."""
 
 
 @dataclass
@@ -173,10 +175,15 @@ def assemble(
     ctx = Context(sections=sections, message=message, budget=limit, session_id=session_id)
     _enforce(ctx)
     if ctx.message_tokens > limit:
+        window = (
+            " and maybe more than the model's context window"
+            if ctx.message_tokens > LARGE_MESSAGE_TOKENS
+            else ""
+        )
         ctx.notes.append(
             f"the message is about {ctx.message_tokens:,} tokens, more than the "
-            f"{limit:,}-token context budget; it is sent whole and the context is kept "
-            f"to the budget"
+            f"{limit:,}-token context budget{window}; it is sent whole and the injected "
+            f"context is kept to the budget"
         )
     return ctx
 

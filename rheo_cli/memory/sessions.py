@@ -55,12 +55,13 @@ def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
 
 
 def is_open(session: Session, now: datetime, gap_s: float) -> bool:
-    """True when a turn at ``now`` would still join ``session`` (gap not exceeded).
-
-    A clock earlier than the session's last turn (replayed history) joins it.
+    """True when a turn at ``now`` would still join ``session``: at most ``gap_s`` seconds
+    after its last turn (or before its first: a clock set back further than the gap, to replay
+    older history, starts a session of its own).
     """
-    elapsed = (now - from_stored(session.last_turn_at)).total_seconds()
-    return elapsed <= gap_s
+    after_last = (now - from_stored(session.last_turn_at)).total_seconds()
+    before_first = (from_stored(session.started_at) - now).total_seconds()
+    return after_last <= gap_s and before_first <= gap_s
 
 
 def active_session(
@@ -120,11 +121,13 @@ def attach_turn(
         assert cur.lastrowid is not None
         target = Session(cur.lastrowid, profile, ts, ts, 0)
         opened, closed = True, previous
+    first = min(target.started_at, ts)
     last = max(target.last_turn_at, ts)
     conn.execute(
-        "UPDATE sessions SET last_turn_at = ?, turns = turns + 1 WHERE id = ?", (last, target.id)
+        "UPDATE sessions SET started_at = ?, last_turn_at = ?, turns = turns + 1 WHERE id = ?",
+        (first, last, target.id),
     )
-    updated = Session(target.id, profile, target.started_at, last, target.turns + 1)
+    updated = Session(target.id, profile, first, last, target.turns + 1)
     return updated, opened, closed
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,10 +55,25 @@ def _one_line(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+RETRY_AFTER_MAX_S = 30.0
+"""A retry-after longer than this (seconds) is not waited for: the error is reported."""
+
+
+def _backoff(attempt: int, error: ProviderError) -> float | None:
+    """Seconds to wait before retrying after ``error`` (None: don't retry)."""
+    if error.retry_after_s is not None:
+        return error.retry_after_s if error.retry_after_s <= RETRY_AFTER_MAX_S else None
+    return 0.5 * (2**attempt) + random.uniform(0, 0.25)
+
+
 class AnthropicProvider:
-    """`Provider` over ``anthropic.Anthropic``. ``timeout_s`` bounds connecting and each wait
-    for data (seconds); ``max_retries`` is the SDK's automatic retry count for 408/409/429/5xx
-    and connection errors, which honours the API's ``retry-after`` headers."""
+    """`Provider` over ``anthropic.Anthropic``.
+
+    ``timeout_s`` bounds connecting and each wait for data (seconds), once: a timed-out call
+    is reported, not retried. Rate limits, overload, server errors and refused connections are
+    retried up to ``max_retries`` times before any reply text arrived, waiting what the API's
+    ``retry-after-ms``/``retry-after`` headers ask (up to 30 s) or an exponential backoff.
+    """
 
     name = "anthropic"
 
@@ -64,6 +81,13 @@ class AnthropicProvider:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self._client: Any = None
+
+    def _should_retry(self, error: ProviderError, attempt: int) -> float | None:
+        if attempt >= self.max_retries or not error.retryable:
+            return None
+        if error.kind in ("timeout", "stream_broken"):
+            return None
+        return _backoff(attempt, error)
 
     def _sdk_client(self) -> Any:
         if self._client is not None:
@@ -78,7 +102,7 @@ class AnthropicProvider:
             raise ProviderError(
                 "unavailable", f"the anthropic SDK is not installed: {exc}"
             ) from None
-        self._client = anthropic.Anthropic(timeout=self.timeout_s, max_retries=self.max_retries)
+        self._client = anthropic.Anthropic(timeout=self.timeout_s, max_retries=0)
         return self._client
 
     @staticmethod
@@ -107,32 +131,49 @@ class AnthropicProvider:
         tool_use blocks, then Finished. Raises ProviderError (kind ``stream_broken`` when the
         connection drops after text began)."""
         client = self._sdk_client()
-        started = False
-        try:
-            with client.messages.stream(**self._params(request)) as stream:
-                for event in stream:
-                    if event.type == "text" and event.text:
-                        started = True
-                        yield TextDelta(event.text)
-                final = stream.get_final_message()
-            if final.stop_reason is None:
-                # The SDK accepts a stream that ends without message_stop; rheo does not.
-                raise ProviderError(
-                    "stream_broken", "the reply stream ended before the reply was complete"
-                )
-        except ProviderError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every SDK/transport failure becomes one line
-            raise self._translate(exc, started=started) from None
-        yield from _final_events(final)
+        attempt = 0
+        while True:
+            started = False
+            try:
+                with client.messages.stream(**self._params(request)) as stream:
+                    for event in stream:
+                        if event.type == "text" and event.text:
+                            started = True
+                            yield TextDelta(event.text)
+                    final = stream.get_final_message()
+                if final.stop_reason is None:
+                    # The SDK accepts a stream that ends without message_stop; rheo does not.
+                    raise ProviderError(
+                        "stream_broken", "the reply stream ended before the reply was complete"
+                    )
+            except ProviderError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every SDK/transport failure: one line
+                error = self._translate(exc, started=started)
+                wait = None if started else self._should_retry(error, attempt)
+                if wait is None:
+                    raise error from None
+                time.sleep(wait)
+                attempt += 1
+                continue
+            yield from _final_events(final)
+            return
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
         """One non-streamed call; returns the concatenated text blocks, usage and model."""
         client = self._sdk_client()
-        try:
-            message = client.messages.create(**self._params(request))
-        except Exception as exc:  # noqa: BLE001
-            raise self._translate(exc, started=False) from None
+        attempt = 0
+        while True:
+            try:
+                message = client.messages.create(**self._params(request))
+                break
+            except Exception as exc:  # noqa: BLE001
+                error = self._translate(exc, started=False)
+                wait = self._should_retry(error, attempt)
+                if wait is None:
+                    raise error from None
+                time.sleep(wait)
+                attempt += 1
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
         return text, _usage(message.usage), str(message.model)
 
@@ -167,7 +208,31 @@ class AnthropicProvider:
         return ProviderError("other", f"the model call failed: {_one_line(str(exc))}")
 
 
+def _retry_after(exc: Any) -> float | None:
+    """Seconds the API asked to wait (``retry-after-ms`` or ``retry-after``), if it did."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) * scale
+        except (TypeError, ValueError):
+            continue
+        if value >= 0:
+            return value
+    return None
+
+
 def _status_error(exc: Any) -> ProviderError:
+    error = _classify_status(exc)
+    error.retry_after_s = _retry_after(exc)
+    return error
+
+
+def _classify_status(exc: Any) -> ProviderError:
     status = int(getattr(exc, "status_code", 0) or 0)
     body = getattr(exc, "body", None)
     err_type, detail = "", ""

@@ -108,10 +108,18 @@ class ProviderError(Exception):
     """A model call failed. ``kind`` classifies it; the message is one line for a person;
     ``retryable`` says whether trying again later may help."""
 
-    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_s: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
+        self.retry_after_s = retry_after_s
 
     @property
     def retryable(self) -> bool:

@@ -7,6 +7,7 @@ kept, marked interrupted), Ctrl-D on an empty line exits.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, TextIO
 
@@ -38,6 +39,12 @@ def make_session(rt: Runtime, *, input: Any = None, output: Any = None) -> Any:
     history: Any
     try:
         ensure_private_dir(rt.paths.history.parent)
+        if not rt.paths.history.exists():
+            old = os.umask(0o077)
+            try:
+                rt.paths.history.touch(mode=0o600)
+            finally:
+                os.umask(old)
         history = FileHistory(str(rt.paths.history))
     except OSError:
         history = InMemoryHistory()

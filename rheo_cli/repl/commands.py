@@ -45,12 +45,10 @@ def run_turn(state: ReplState, text: str) -> None:
     """Send ``text`` to the model and show the streamed reply; errors become one line."""
     from ..cli.stream import ReplyWriter
     from ..cli.wiring import kick_background
-    from ..providers.anthropic_api import has_credentials
 
-    if not has_credentials():
-        state.say("rheo: ANTHROPIC_API_KEY is not set: export your API key to chat with Claude")
-        return
-    writer = ReplyWriter(rendered=state.rendered, out=state.out)
+    writer = ReplyWriter(
+        rendered=state.rendered, out=state.out, spinner=state.rendered, spinner_out=state.out
+    )
     new = state.force_new
     state.force_new = False
     try:
@@ -94,7 +92,7 @@ def _context(state: ReplState, arg: str) -> None:
 
 
 def _history(state: ReplState, arg: str) -> None:
-    from ..cli.output import local, preview
+    from ..cli.output import turn_line
     from ..memory import ledger
 
     if not arg.strip():
@@ -105,9 +103,7 @@ def _history(state: ReplState, arg: str) -> None:
         state.say("(no turns)")
     now = state.rt.now()
     for turn, _ in found:
-        state.say(
-            f"#{turn.id:<6} {local(turn.ts, now)}  {turn.role:<9} {preview(turn.content, 90)}"
-        )
+        state.say(turn_line(turn, now))
 
 
 def _memory(state: ReplState, arg: str) -> None:
