@@ -1,10 +1,13 @@
 """Spending the context token budget across sections.
 
-Each section has a share of the budget (`SHARES`). A first pass fills every section with its
-best-ranked lines up to its share; a second pass hands what is left to the sections in
-`PRIORITY` order, so an empty section's share is not wasted. Lines that do not fit are dropped
-lowest rank first; CURRENT SESSION keeps a contiguous run of its newest turns (a gap in the
-middle of a conversation reads worse than a shorter one).
+Each section is guaranteed a share of the budget (`SHARES`): a first pass fills every section
+with its best-ranked lines up to its share. The rest of the budget then goes to the best lines
+left in any section, by rank, so it is spent where this message's relevance is: on the current
+conversation during a session, on RELEVANT HISTORY and matching facts for a question about the
+past. Ranks share one scale (see `sources` and `relevant`): current-session turns above open
+items, above matching facts and history hits, above digests and unmatched facts. Lines that do
+not fit are dropped lowest rank first; CURRENT SESSION keeps a contiguous run of its newest
+turns (a gap in the middle of a conversation reads worse than a shorter one).
 """
 
 from __future__ import annotations
@@ -23,16 +26,17 @@ from .lines import (
 from .tokens import estimate
 
 SHARES: dict[str, float] = {
-    OPEN_ITEMS: 0.10,
-    EPISODIC: 0.15,
-    CURRENT_MEMORY: 0.20,
-    RELEVANT_HISTORY: 0.25,
+    OPEN_ITEMS: 0.05,
+    EPISODIC: 0.20,
+    CURRENT_MEMORY: 0.10,
+    RELEVANT_HISTORY: 0.30,
     CURRENT_SESSION: 0.30,
 }
-"""First-pass share of the budget per section (fractions summing to 1)."""
+"""First-pass share of the budget guaranteed to each section (fractions of the budget; the
+rest goes by rank). Chosen on LoCoMo's first five conversations (BENCHMARKS.md)."""
 
 PRIORITY = (CURRENT_SESSION, OPEN_ITEMS, CURRENT_MEMORY, RELEVANT_HISTORY, EPISODIC)
-"""Order in which sections take what is left of the budget in the second pass."""
+"""Order in which sections fill their shares in the first pass."""
 
 CONTIGUOUS = frozenset({CURRENT_SESSION})
 """Sections that keep a prefix of their ranking: the first line that does not fit ends them."""
@@ -47,14 +51,16 @@ def allocate(
     candidates: Mapping[str, list[Line]],
     limit: int,
     preambles: Mapping[str, str],
-    shares: Mapping[str, float] = SHARES,
+    shares: Mapping[str, float] | None = None,
 ) -> dict[str, list[Line]]:
     """Choose which candidate lines to keep within ``limit`` tokens.
 
     ``candidates`` maps a section name to its lines in any order (``Line.rank``: higher is
     better). Returns the kept lines per section (every name of `ORDER`, possibly empty), in
     rank order. The total of kept lines plus section overheads never exceeds ``limit``.
+    ``shares`` defaults to `SHARES`.
     """
+    shares = SHARES if shares is None else shares
     ranked = {name: sorted(candidates.get(name, []), key=lambda ln: -ln.rank) for name in ORDER}
     overhead = {name: section_overhead(name, preambles.get(name, "")) for name in ORDER}
     kept: dict[str, list[Line]] = {name: [] for name in ORDER}
@@ -85,6 +91,19 @@ def allocate(
 
     for name in PRIORITY:
         fill(name, shares.get(name, 0.0) * limit)
-    for name in PRIORITY:
-        fill(name, float(limit))
+    # Second pass: the best remaining line of any section, while anything fits.
+    pool = sorted(
+        ((line.rank, name, line) for name in ORDER for line in ranked[name][len(kept[name]) :]),
+        key=lambda entry: -entry[0],
+    )
+    blocked: set[str] = set()
+    for _, name, line in pool:
+        if name in blocked:
+            continue
+        cost = line.tokens + (0 if kept[name] else overhead[name])
+        if total + cost <= limit:
+            kept[name].append(line)
+            total += cost
+        elif name in CONTIGUOUS:
+            blocked.add(name)
     return kept

@@ -219,7 +219,29 @@ def m003_job_leases(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_ledger, m002_memory, m003_job_leases]
+CJK_GLOB = "*[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f]*"
+"""GLOB pattern of text with characters of scripts written without spaces between words."""
+
+
+def m004_trigram_index(conn: sqlite3.Connection) -> None:
+    """A trigram FTS5 index over turns written in scripts without spaces (Chinese, Japanese,
+    Korean, Thai), whose words the word index cannot split. Only such turns are indexed."""
+    run_script(
+        conn,
+        f"""
+        CREATE VIRTUAL TABLE turns_cjk USING fts5(
+            content, content='turns', content_rowid='id', tokenize='trigram'
+        );
+        CREATE TRIGGER turns_cjk_insert AFTER INSERT ON turns
+        WHEN new.content GLOB '{CJK_GLOB}'
+        BEGIN INSERT INTO turns_cjk(rowid, content) VALUES (new.id, new.content); END;
+        INSERT INTO turns_cjk(rowid, content)
+        SELECT id, content FROM turns WHERE content GLOB '{CJK_GLOB}';
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [m001_ledger, m002_memory, m003_job_leases, m004_trigram_index]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -10,6 +10,7 @@ cannot appear mid-line either, and a line of dashes cannot pass for the ``---`` 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from .tokens import estimate
 
@@ -55,3 +56,45 @@ def clip(text: str, max_tokens: int, *, marker: str = "") -> str:
     return f"{text[:head_n].rstrip()} [… {omitted} characters left out{marker} …] " + (
         text[-tail_n:].lstrip() if tail_n > 0 else ""
     )
+
+
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
+
+
+def snippet(text: str, wanted: set[str], max_tokens: int, stems: Callable[[str], set[str]]) -> str:
+    """``text`` cut to about ``max_tokens`` by keeping its sentences that hold the most of the
+    ``wanted`` word stems (in their original order, ``…`` where text was left out).
+
+    Text within the limit is returned unchanged; with no matching sentence, the head is kept.
+    ``stems`` maps a sentence to its word stems (see `relevance.word_stems`).
+    """
+    if estimate(text) <= max_tokens:
+        return text
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    scored = sorted(
+        range(len(sentences)),
+        key=lambda i: (-len(stems(sentences[i]) & wanted), i),
+    )
+    chosen: list[int] = []
+    used = 0
+    for i in scored:
+        cost = estimate(sentences[i]) + 1
+        if used + cost > max_tokens:
+            continue
+        if chosen and not stems(sentences[i]) & wanted:
+            break
+        chosen.append(i)
+        used += cost
+    if not chosen:
+        return clip(text, max_tokens)
+    chosen.sort()
+    parts: list[str] = []
+    last = -1
+    for i in chosen:
+        if i != last + 1:
+            parts.append("…")
+        parts.append(sentences[i].strip())
+        last = i
+    if last != len(sentences) - 1:
+        parts.append("…")
+    return " ".join(parts)

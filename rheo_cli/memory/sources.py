@@ -6,20 +6,22 @@ stored text cannot forge a header, and each carries its source row and the turns
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from datetime import datetime, tzinfo
 
 from . import digests as digest_store
 from . import items as item_store
-from . import ledger
+from . import ledger, relevant
 from .errors import NotFound
 from .lines import CURRENT_MEMORY, CURRENT_SESSION, EPISODIC, OPEN_ITEMS, RELEVANT_HISTORY, Line
+from .query import analyse
+from .relevance import Scorer
 from .render import INDENT, clip, entry
 from .settings import Settings
 from .timeutil import from_stored
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+MATCH_THRESHOLD = 0.5
+"""Relevance (see `relevance`) from which a fact counts as matching the message."""
 
 
 def collect(
@@ -40,13 +42,26 @@ def collect(
         OPEN_ITEMS: open_item_lines(active, now, tz, budget),
         EPISODIC: episodic_lines(conn, profile, tz, settings, budget),
         CURRENT_MEMORY: memory_lines(conn, profile, active, message, now, tz, settings, budget),
-        RELEVANT_HISTORY: [],
         CURRENT_SESSION: [],
     }
     if session_id is not None:
         out[CURRENT_SESSION] = session_lines(
             conn, profile, session_id, before_turn_id, tz, settings, budget
         )
+    skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
+    if before_turn_id is not None:
+        skip_turns.add(before_turn_id)
+    skip_digests = {int(line.source.split(":")[1]) for line in out[EPISODIC]}
+    out[RELEVANT_HISTORY] = relevant.collect(
+        conn,
+        profile=profile,
+        message=message,
+        now=now,
+        tz=tz,
+        budget=budget,
+        skip_turns=skip_turns,
+        skip_digests=skip_digests,
+    )
     return out
 
 
@@ -89,7 +104,7 @@ def session_lines(
             Line(
                 text=entry(turn_prefix(turn, tz), body),
                 source=f"turn:{turn.id}",
-                rank=float(n),
+                rank=10.0 + n,
                 order=(float(turn.id),),
                 why="recent turn of this session",
                 turn_ids=(turn.id,),
@@ -115,7 +130,7 @@ def open_item_lines(
             Line(
                 text=entry(f"- ({when}) ", clip(item.content_text(), per_line)),
                 source=f"item:{item.id}",
-                rank=-due_key / 1e10 + item.id / 1e12 + (1.0 if item.pinned else 0.0),
+                rank=5.0 - min(1.0, max(0.0, due_key / 1e11)) + (0.5 if item.pinned else 0.0),
                 order=(due_key, float(item.id)),
                 why="open commitment" + (f", due {item.due_at[:10]}" if item.due_at else ""),
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
@@ -138,7 +153,7 @@ def episodic_lines(
             Line(
                 text=entry(f"[{_local(digest.ended_at, tz)}] ", clip(body, per_line)),
                 source=f"digest:{digest.id}",
-                rank=-float(n),
+                rank=1.5 - 0.1 * n,
                 order=(float(n),),
                 why=f"digest of session #{digest.session_id}",
                 turn_ids=tuple(digest.source_turn_ids),
@@ -157,17 +172,24 @@ def memory_lines(
     settings: Settings,
     budget: int,
 ) -> list[Line]:
-    """Active facts: those whose topic or content match words of the message first (FTS5
-    over items, seed 2's topic-match boosting), then by effective confidence after decay."""
-    matched = {item.id for item, _ in item_store.search_items(conn, profile, message, limit=200)}
-    message_words = {w.lower() for w in _WORD.findall(message)}
+    """Active facts: those whose topic or content match the message first (FTS5 over items,
+    seed 2's topic-match boosting, graded by `relevance`), then by effective confidence.
+
+    A fact that matches ranks 1 + its relevance (with the history hits); one that doesn't
+    ranks below 1, by confidence, and takes only budget nobody more relevant needs.
+    """
+    facts = [i for i in active if i.category != "open_item"]
+    query = analyse(message, now)
+    bm25: dict[int, float] = {}
+    if not query.empty:
+        found = item_store.search_items(conn, profile, message, limit=200)
+        best = max((-score for _, score in found), default=0.0) or 1.0
+        bm25 = {item.id: (-score) / best for item, score in found}
+    scorer = Scorer.for_pool(query, (f"{i.topic} {i.content_text()}" for i in facts))
     per_line = max(40, int(budget * 0.1))
     lines = []
-    for item in active:
-        if item.category == "open_item":
-            continue
+    for item in facts:
         confidence = item.effective(now, settings)
-        hit = item.id in matched
         flags = [item.category, _local(item.reinforced_at, tz, with_time=False)]
         if item.pinned:
             flags.append("pinned")
@@ -182,19 +204,24 @@ def memory_lines(
                 f"(contradicts an earlier fact, also confident: {clip(older, per_line)!r}; "
                 "confirm with the person if it matters)",
             )
-        if hit:
-            words = sorted(
-                message_words
-                & {w.lower() for w in _WORD.findall(f"{item.topic} {item.content_text()}")}
+        relevance: float = 0.0
+        matched: list[str] = []
+        if item.id in bm25:
+            relevance, matched, _phrases = scorer.score(
+                f"{item.topic} {item.content_text()}", bm25[item.id]
             )
-            why = "matched: " + ", ".join(words[:6]) if words else "matched message (stemmed)"
+        hit = relevance >= MATCH_THRESHOLD
+        if hit:
+            rank = 1.0 + relevance + 0.3 * confidence
+            why = "matched: " + ", ".join(matched[:6]) if matched else "matched (bm25)"
         else:
+            rank = 0.9 * confidence
             why = f"confidence {confidence:.2f}"
         lines.append(
             Line(
                 text=text,
                 source=f"item:{item.id}",
-                rank=(1.0 if hit else 0.0) + confidence + (0.5 if item.pinned else 0.0),
+                rank=rank + (0.5 if item.pinned else 0.0),
                 order=(-(1.0 if hit else 0.0), -confidence, -float(item.id)),
                 why=why,
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),

@@ -1,0 +1,388 @@
+"""LoCoMo evidence recall of rheo's injected context, against two baselines, per token budget.
+
+    python bench/locomo.py [--data PATH] [--budgets 500,1000,2000,4000] [--limit N] [--json]
+
+For each conversation of the data set (default ``../shared/bench/locomo10.json``; LoCoMo,
+Maharana et al., ACL 2024, CC BY-NC 4.0 — read from there, never copied into this repository):
+
+1. a fresh store; every session's turns written through the engine's own write path with the
+   clock at the session's date (speaker A as the person, speaker B as the assistant), the
+   file's ``observation`` facts written as memory items (source turn = their dialogue id) and
+   its ``session_summary`` as digests — no model involved;
+2. for each question of categories 1-4 (any category but 5 in other files), the context is
+   assembled with the question as the message, a day after the last session, under each
+   budget, and scored by **evidence recall**: the share of the question's evidence turns present
+   in the context, verbatim or through an item or digest whose source turns include it.
+   ``strict`` recall counts only turns shown verbatim or through an item.
+
+Baselines, same budgets and line format: ``recent`` (the conversation's last turns only) and
+``bm25`` (plain FTS5 bm25 top-k over turns, best first until the budget is full).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rheo_cli.memory import context, db, digests, ledger  # noqa: E402
+from rheo_cli.memory.remember import Fact, remember  # noqa: E402
+from rheo_cli.memory.render import entry  # noqa: E402
+from rheo_cli.memory.settings import Settings  # noqa: E402
+from rheo_cli.memory.sources import turn_prefix  # noqa: E402
+from rheo_cli.memory.timeutil import to_stored  # noqa: E402
+from rheo_cli.memory.tokens import estimate  # noqa: E402
+
+DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "locomo10.json"
+BUDGETS = (500, 1000, 2000, 4000)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+TURN_STEP_S = 30
+PROFILE = "bench"
+
+
+def parse_date(raw: str) -> datetime:
+    """A session date: LoCoMo's ``1:56 pm on 8 May, 2023`` or ISO 8601 (UTC if no offset)."""
+    text = raw.strip()
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            pass
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+_DIA = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+def parse_evidence(raw: Any) -> list[str]:
+    """Normalise evidence ids: ``"D8:6; D9:17"``, ``"D:11:26"``, ``"D30:05"`` ->
+    ``["D8:6", "D9:17"]``, ``["D11:26"]``, ``["D30:5"]``; junk like ``"D"`` is dropped."""
+    items = raw if isinstance(raw, list) else [raw]
+    out: list[str] = []
+    for item in items:
+        for session, turn in _DIA.findall(str(item)):
+            ident = f"D{int(session)}:{int(turn)}"
+            if ident not in out:
+                out.append(ident)
+    return out
+
+
+def session_numbers(conv: dict[str, Any]) -> list[int]:
+    """The session numbers that have turns (conv-26 has dates without sessions)."""
+    nums = [int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k))]
+    return sorted(
+        n for n in nums if isinstance(conv[f"session_{n}"], list) and conv[f"session_{n}"]
+    )
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """A turn's text, with the caption of a shared photo (the only usable trace of it)."""
+    text = str(turn.get("text", ""))
+    if turn.get("blip_caption"):
+        text += f" [shares a photo: {turn['blip_caption']}]"
+    return text
+
+
+@dataclass
+class Store:
+    """One conversation loaded into a fresh rheo store."""
+
+    conn: Any
+    dia_to_turn: dict[str, int]
+    end: datetime
+    write_s: float
+    turns: int
+
+
+def build_store(sample: dict[str, Any], folder: Path, settings: Settings) -> Store:
+    """Write a conversation, its observations and its summaries through the engine."""
+    conv = sample["conversation"]
+    speaker_a = conv.get("speaker_a")
+    conn = db.open_store(folder / f"{sample.get('sample_id', 'conv')}.db")
+    dia_to_turn: dict[str, int] = {}
+    session_turn_ids: dict[int, list[int]] = {}
+    session_ids: dict[int, int] = {}
+    end = datetime(1970, 1, 1, tzinfo=UTC)
+    started = time.perf_counter()
+    count = 0
+    for n in session_numbers(conv):
+        start = parse_date(conv[f"session_{n}_date_time"])
+        previous = None
+        for i, turn in enumerate(conv[f"session_{n}"]):
+            role = "user" if turn.get("speaker") == speaker_a else "assistant"
+            when = start + timedelta(seconds=TURN_STEP_S * i)
+            appended = ledger.append_turn(
+                conn,
+                profile=PROFILE,
+                role=role,
+                content=turn_text(turn),
+                now=when,
+                gap_s=settings.gap_s,
+                session_id=previous,
+                status="ok" if role == "assistant" else None,
+                new_session=previous is None,
+            )
+            previous = appended.turn.session_id
+            session_ids[n] = previous
+            dia_to_turn[str(turn.get("dia_id"))] = appended.turn.id
+            session_turn_ids.setdefault(n, []).append(appended.turn.id)
+            end = max(end, when)
+            count += 1
+    for key, per_speaker in (sample.get("observation") or {}).items():
+        m = re.fullmatch(r"session_(\d+)_observation", key)
+        if not m or not isinstance(per_speaker, dict):
+            continue
+        when = parse_date(conv[f"session_{m.group(1)}_date_time"])
+        for facts in per_speaker.values():
+            for fact in facts:
+                if not isinstance(fact, list) or len(fact) < 2:
+                    continue
+                ids = parse_evidence(fact[1])
+                source = dia_to_turn.get(ids[0]) if ids else None
+                if source is None:
+                    continue
+                label = " ".join(str(fact[0]).split())[:480]
+                remember(
+                    conn,
+                    Fact(category="fact", topic="", label=label, reason="observation"),
+                    source="import",
+                    now=when,
+                    settings=settings,
+                    source_turn_id=source,
+                )
+    for key, summary in (sample.get("session_summary") or {}).items():
+        m = re.fullmatch(r"session_(\d+)_summary", key)
+        if not m or int(m.group(1)) not in session_ids or not str(summary).strip():
+            continue
+        n = int(m.group(1))
+        digests.store_digest(
+            conn,
+            profile=PROFILE,
+            session_id=session_ids[n],
+            narrative=str(summary),
+            facts=[],
+            procedures=[],
+            decisions=[],
+            source_turn_ids=session_turn_ids[n],
+            model="locomo session_summary",
+            created_at=to_stored(end),
+        )
+    return Store(conn, dia_to_turn, end, time.perf_counter() - started, count)
+
+
+def _fill(lines: list[tuple[str, int]], budget: int) -> tuple[set[int], int]:
+    """Take ``(line, turn_id)`` in order while the budget allows; ids and tokens used."""
+    used = estimate("=== HISTORY ===") + 2
+    ids: set[int] = set()
+    for text, turn_id in lines:
+        cost = estimate(text) + 1
+        if used + cost > budget:
+            continue
+        used += cost
+        ids.add(turn_id)
+    return ids, used if ids else 0
+
+
+def recent_baseline(store: Store, question: str, budget: int) -> tuple[set[int], set[int], int]:
+    """The conversation's last 12 turns, newest kept first."""
+    turns = ledger.recent_turns(store.conn, PROFILE, 12)
+    lines = [(entry(turn_prefix(t, UTC), t.content), t.id) for t in reversed(turns)]
+    ids, used = _fill(lines, budget)
+    return ids, ids, used
+
+
+def bm25_baseline(store: Store, question: str, budget: int) -> tuple[set[int], set[int], int]:
+    """Plain FTS5 bm25 over turns (any word of the question), best first."""
+    found = ledger.search_turns(store.conn, PROFILE, question, limit=200, any_term=True)
+    lines = [(entry(turn_prefix(t, UTC), t.content), t.id) for t, _ in found]
+    ids, used = _fill(lines, budget)
+    return ids, ids, used
+
+
+def rheo_method(
+    store: Store, question: str, budget: int, settings: Settings, now: datetime
+) -> tuple[set[int], set[int], int]:
+    """rheo's assembled context: every turn it stands for, and the strict subset."""
+    ctx = context.assemble(
+        store.conn, profile=PROFILE, message=question, now=now, settings=settings, budget=budget
+    )
+    strict = {
+        tid
+        for s in ctx.sections
+        for ln in s.lines
+        if not ln.source.startswith("digest:")
+        for tid in ln.turn_ids
+    }
+    return ctx.source_turn_ids(), strict, ctx.context_tokens
+
+
+@dataclass
+class Tally:
+    """Recall sums for one method and budget."""
+
+    recall: list[float] = field(default_factory=list)
+    strict: list[float] = field(default_factory=list)
+    by_category: dict[int, list[float]] = field(default_factory=dict)
+    tokens: list[int] = field(default_factory=list)
+    ms: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        q = sorted(self.ms)
+        return {
+            "recall": _mean(self.recall),
+            "strict_recall": _mean(self.strict),
+            "by_category": {str(c): _mean(v) for c, v in sorted(self.by_category.items())},
+            "mean_tokens": round(statistics.fmean(self.tokens), 1) if self.tokens else 0.0,
+            "p50_ms": round(_pct(q, 50), 3),
+            "p95_ms": round(_pct(q, 95), 3),
+            "questions": len(self.recall),
+        }
+
+
+def _mean(values: list[float]) -> float:
+    return round(statistics.fmean(values), 4) if values else 0.0
+
+
+def _pct(sorted_values: list[float], pct: float) -> float:
+    if not sorted_values:
+        return 0.0
+    k = max(0, min(len(sorted_values) - 1, round(pct / 100 * (len(sorted_values) - 1))))
+    return sorted_values[k]
+
+
+def evaluate(
+    samples: list[dict[str, Any]], budgets: tuple[int, ...], settings: Settings
+) -> dict[str, Any]:
+    """Run every method at every budget; return the JSON-able results."""
+    tallies = {(m, b): Tally() for m in ("rheo", "recent", "bm25") for b in budgets}
+    skipped = 0
+    loaded = {"conversations": 0, "turns": 0, "write_s": 0.0}
+    with tempfile.TemporaryDirectory(prefix="rheo-locomo-") as tmp:
+        for sample in samples:
+            store = build_store(sample, Path(tmp), settings)
+            loaded["conversations"] += 1
+            loaded["turns"] += store.turns
+            loaded["write_s"] += store.write_s
+            now = store.end + timedelta(days=1)
+            for qa in sample.get("qa") or []:
+                category = qa.get("category")
+                if category == 5 or not isinstance(category, int):
+                    continue
+                wanted = {
+                    store.dia_to_turn[e]
+                    for e in parse_evidence(qa.get("evidence", []))
+                    if e in store.dia_to_turn
+                }
+                if not wanted:
+                    skipped += 1
+                    continue
+                question = str(qa.get("question", ""))
+                for budget in budgets:
+                    for method in ("rheo", "recent", "bm25"):
+                        started = time.perf_counter()
+                        if method == "rheo":
+                            ids, strict, used = rheo_method(store, question, budget, settings, now)
+                        elif method == "recent":
+                            ids, strict, used = recent_baseline(store, question, budget)
+                        else:
+                            ids, strict, used = bm25_baseline(store, question, budget)
+                        elapsed = (time.perf_counter() - started) * 1000
+                        tally = tallies[(method, budget)]
+                        share = len(wanted & ids) / len(wanted)
+                        tally.recall.append(share)
+                        tally.strict.append(len(wanted & strict) / len(wanted))
+                        tally.by_category.setdefault(category, []).append(share)
+                        tally.tokens.append(used)
+                        tally.ms.append(elapsed)
+            store.conn.close()
+    results: dict[str, Any] = {m: {} for m in ("rheo", "recent", "bm25")}
+    for (method, budget), tally in tallies.items():
+        results[method][str(budget)] = tally.to_json()
+    return {
+        "results": results,
+        "skipped_questions": skipped,
+        "loaded": {**loaded, "write_s": round(loaded["write_s"], 2)},
+    }
+
+
+def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
+    """One table per budget: recall overall and per category, tokens, latency."""
+    cats = sorted(
+        {int(c) for m in out["results"].values() for r in m.values() for c in r["by_category"]}
+    )
+    for budget in budgets:
+        print(f"\nbudget {budget} tokens")
+        head = (
+            f"{'method':<8} {'recall':>7} {'strict':>7} "
+            + " ".join(f"{CATEGORY_NAMES.get(c, f'cat {c}'):>11}" for c in cats)
+            + f" {'tokens':>7} {'p50 ms':>7} {'p95 ms':>7} {'n':>5}"
+        )
+        print(head)
+        print("-" * len(head))
+        for method in ("rheo", "recent", "bm25"):
+            r = out["results"][method][str(budget)]
+            print(
+                f"{method:<8} {r['recall']:>7.1%} {r['strict_recall']:>7.1%} "
+                + " ".join(f"{r['by_category'].get(str(c), 0):>11.1%}" for c in cats)
+                + f" {r['mean_tokens']:>7.0f} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}"
+                f" {r['questions']:>5}"
+            )
+    loaded = out["loaded"]
+    print(
+        f"\n{loaded['conversations']} conversation(s), {loaded['turns']} turns written in "
+        f"{loaded['write_s']} s; {out['skipped_questions']} question(s) without usable evidence"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help=f"LoCoMo-format JSON (default {DEFAULT_DATA})",
+    )
+    parser.add_argument(
+        "--budgets", default=",".join(map(str, BUDGETS)), help="comma-separated token budgets"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        samples = json.loads(args.data.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"locomo: cannot read {args.data}: {exc}", file=sys.stderr)
+        return 1
+    if isinstance(samples, dict):
+        samples = [samples]
+    try:
+        budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
+    except ValueError:
+        print("locomo: --budgets takes integers, e.g. 500,1000", file=sys.stderr)
+        return 2
+    if args.limit is not None:
+        samples = samples[: args.limit]
+    out = evaluate(samples, budgets, Settings())
+    out["budgets"] = list(budgets)
+    out["data"] = str(args.data)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print_tables(out, budgets)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""What a message asks about, for retrieval: content words, names and numbers, phrases, dates.
+
+No model: stop words are dropped, capitalised words that don't start a sentence and numbers are
+*entities* (boosted: "Nutrifax", "Arowyn", "2023"), adjacent content words form *phrases*
+("support group"), quoted text is a phrase as typed, and time expressions become date ranges
+(`timeexpr`). Text in scripts written without spaces (Chinese, Japanese, Thai) yields *runs*
+of such characters for the trigram index.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from . import timeexpr
+
+STOP_WORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers herself him himself his how i if in
+    into is it its itself just me more most my myself no nor not now of off on once only or
+    other our ours ourselves out over own same she should so some such than that the their
+    theirs them themselves then there these they this those through to too under until up
+    very was we were what when where which while who whom why will with would you your yours
+    yourself yourselves yes ok okay hey hi hello please thanks thank tell know think remember
+    said say says get got like just really also much many one ever still us let lets dont
+    didnt doesnt im ive youre whats thats kind sort thing things something anything
+    everything way ago last next week weeks month months year years day days today yesterday
+    tomorrow morning evening night time discuss discussed talk talked talking mention
+    mentioned recently hadnt wasnt isnt arent werent wont cant couldnt shouldnt wouldnt
+    havent hasnt ill id youve weve theyre theyve youd hed shed theyd""".split()  # noqa: SIM905
+)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_NO_SPACE = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f]+"
+)
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*[\"'(]*$")
+
+
+@dataclass
+class Query:
+    """The retrieval view of a message (all words case-folded except ``entities``' display)."""
+
+    terms: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    phrases: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+    times: list[timeexpr.TimeRange] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing in the message can drive retrieval."""
+        return not (self.terms or self.runs or self.times)
+
+
+def analyse(message: str, now: datetime, *, max_terms: int = 24) -> Query:
+    """Analyse ``message`` (first 4,000 characters) at clock ``now``."""
+    text = message[:4000]
+    times = timeexpr.resolve(text, now)
+    terms: list[str] = []
+    entities: list[str] = []
+    previous: str | None = None
+    phrases: list[str] = []
+    for match in _WORD.finditer(text):
+        raw = match.group(0)
+        word = raw.casefold().replace("’", "'")
+        if _NO_SPACE.search(raw):
+            previous = None
+            continue
+        plain = word.replace("'", "")
+        is_stop = plain in STOP_WORDS or len(plain) < 2 and not plain.isdigit()
+        if is_stop:
+            previous = None
+            continue
+        if word not in terms:
+            terms.append(word)
+        starts_sentence = bool(_SENTENCE_START.search(text[: match.start()]))
+        named = raw[0].isupper() and not starts_sentence
+        if (raw.isdigit() or named or (raw.isupper() and len(raw) > 1)) and word not in entities:
+            entities.append(word)
+        if previous is not None:
+            phrase = f"{previous} {word}"
+            if phrase not in phrases:
+                phrases.append(phrase)
+        previous = word
+    for quoted in re.findall(r'"([^"]{3,80})"', text):
+        phrase = " ".join(quoted.casefold().split())
+        if phrase and phrase not in phrases:
+            phrases.insert(0, phrase)
+    runs = [r for r in dict.fromkeys(_NO_SPACE.findall(text)) if r]
+    return Query(
+        terms=terms[:max_terms],
+        entities=entities[:8],
+        phrases=phrases[:8],
+        runs=runs[:8],
+        times=times,
+    )

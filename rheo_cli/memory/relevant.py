@@ -1,0 +1,343 @@
+"""RELEVANT HISTORY: past turns and digests found for the current message, with no model call.
+
+Retrieval is plain engineering (seed 2): FTS5 bm25 over the ledger (porter stemming, stop words
+dropped), with boosts for names and numbers, for phrases, for turns a stored fact was learnt
+from, and for dates a time expression in the message points at ("last month", "in March");
+a trigram index covers text without spaces (Chinese, Japanese). The best hits bring a
+neighbouring turn for context; session digests that match are candidates too. Lines already
+in other sections are left out; every line is dated and names its turn.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+
+from . import digests as digest_store
+from .lines import Line
+from .query import Query, analyse
+from .relevance import Scorer, word_stems
+from .render import clip, entry, snippet
+from .timeutil import from_stored, to_stored
+
+CANDIDATES = 150
+"""Turns taken from the word index before re-ranking."""
+ITEM_HITS = 60
+"""Memory items searched for the turns they were learnt from."""
+NEIGHBOUR_OF = 4
+"""How many of the best hits bring a neighbouring turn."""
+NEIGHBOUR_FACTOR = 0.55
+"""A neighbour's score, as a share of its hit's."""
+ITEM_WEIGHT = 0.6
+"""Score added to a turn a matching stored fact was learnt from (times that fact's match)."""
+TIME_WEIGHT = 0.8
+"""Score added to a turn inside the time range the message names."""
+LINE_SHARE = 0.06
+"""A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
+the sentences that match the message."""
+LINE_MIN = 50
+DIGEST_SESSION_WEIGHT = 0.3
+"""Score added to turns of a session whose digest matches the message (times the digest's
+normalised bm25)."""
+WITH_TIME = True
+"""Whether history lines show the time of day besides the date."""
+SESSION_DECAY = 1.0
+"""Each further hit from an already represented session keeps this share of its score
+(1.0: no diversity penalty)."""
+
+
+@dataclass
+class _Hit:
+    turn_id: int
+    session_id: int
+    role: str
+    content: str
+    ts: str
+    status: str | None
+    bm25: float = 0.0
+    item: float = 0.0
+    neighbour_of: int | None = None
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _match_expr(q: Query) -> str | None:
+    parts = [_quote(t) for t in q.terms]
+    parts += [_quote(p) for p in q.phrases[:4]]
+    return " OR ".join(parts) if parts else None
+
+
+_TURN_COLS = "t.id, t.session_id, t.role, t.content, t.ts, t.status"
+
+
+def _rows_to_hits(rows: list[sqlite3.Row], hits: dict[int, _Hit], *, scored: bool) -> None:
+    best = max((-r["rank"] for r in rows), default=0.0) if scored else 0.0
+    for r in rows:
+        hit = hits.get(r["id"])
+        if hit is None:
+            hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
+            hits[r["id"]] = hit
+        if scored and best > 0:
+            hit.bm25 = max(hit.bm25, (-r["rank"]) / best)
+
+
+def _word_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+    expr = _match_expr(q)
+    if expr is None:
+        return
+    rows = conn.execute(
+        f"SELECT {_TURN_COLS}, f.rank AS rank FROM turns_fts f JOIN turns t ON t.id = f.rowid "
+        "WHERE turns_fts MATCH ? AND t.profile = ? ORDER BY f.rank LIMIT ?",
+        (expr, profile, CANDIDATES),
+    ).fetchall()
+    _rows_to_hits(rows, hits, scored=True)
+
+
+def _trigram_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+    grams: list[str] = []
+    short: list[str] = []
+    for run in q.runs:
+        if len(run) < 3:
+            short.append(run)
+            continue
+        for i in range(len(run) - 2):
+            gram = run[i : i + 3]
+            if gram not in grams:
+                grams.append(gram)
+    if grams:
+        rows = conn.execute(
+            f"SELECT {_TURN_COLS}, f.rank AS rank FROM turns_cjk f JOIN turns t "
+            "ON t.id = f.rowid WHERE turns_cjk MATCH ? AND t.profile = ? ORDER BY f.rank "
+            "LIMIT ?",
+            (" OR ".join(_quote(g) for g in grams[:40]), profile, CANDIDATES),
+        ).fetchall()
+        _rows_to_hits(rows, hits, scored=True)
+    for run in short:
+        # Too short for trigrams: a bounded scan of the most recent turns.
+        rows = conn.execute(
+            f"SELECT {_TURN_COLS}, -1.0 AS rank FROM (SELECT * FROM turns WHERE profile = ? "
+            "ORDER BY id DESC LIMIT 20000) t WHERE t.content LIKE ? ESCAPE '\\' LIMIT 50",
+            (profile, "%" + run.replace("%", "\\%").replace("_", "\\_") + "%"),
+        ).fetchall()
+        _rows_to_hits(rows, hits, scored=True)
+
+
+def _item_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+    """Turns that stored facts matching the message were learnt from (any item status but
+    retracted: an evicted fact still says what its turn was about)."""
+    expr = _match_expr(q)
+    if expr is None:
+        return
+    rows = conn.execute(
+        "SELECT m.source_turn_id AS tid, f.rank AS rank FROM memory_items_fts f "
+        "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? "
+        "AND m.profile = ? AND m.status != 'retracted' AND m.source_turn_id IS NOT NULL "
+        "ORDER BY f.rank LIMIT ?",
+        (expr, profile, ITEM_HITS),
+    ).fetchall()
+    if not rows:
+        return
+    best = max(-r["rank"] for r in rows) or 1.0
+    scores: dict[int, float] = {}
+    for r in rows:
+        scores[r["tid"]] = max(scores.get(r["tid"], 0.0), (-r["rank"]) / best)
+    missing = [tid for tid in scores if tid not in hits]
+    if missing:
+        marks = ",".join("?" * len(missing))
+        extra = conn.execute(
+            f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+            (*missing, profile),
+        ).fetchall()
+        _rows_to_hits(extra, hits, scored=False)
+    for tid, score in scores.items():
+        if tid in hits:
+            hits[tid].item = max(hits[tid].item, score)
+
+
+def _time_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+    """For a message with a time expression but few words ("what did we talk about last
+    week?"): the person's turns in that range."""
+    if len(q.terms) > 2:
+        return
+    for span in q.times:
+        rows = conn.execute(
+            f"SELECT {_TURN_COLS} FROM turns t WHERE t.profile = ? AND t.ts >= ? AND t.ts < ? "
+            "AND t.role = 'user' ORDER BY t.ts LIMIT 60",
+            (profile, to_stored(span.start), to_stored(span.end)),
+        ).fetchall()
+        _rows_to_hits(rows, hits, scored=False)
+
+
+def _neighbours(conn: sqlite3.Connection, profile: str, hits: dict[int, _Hit]) -> None:
+    best = sorted(hits.values(), key=lambda h: -h.score)[:NEIGHBOUR_OF]
+    wanted: dict[int, _Hit] = {}
+    for hit in best:
+        for other in (hit.turn_id - 1, hit.turn_id + 1):
+            if other not in hits and other not in wanted:
+                wanted[other] = hit
+    if not wanted:
+        return
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+        (*wanted, profile),
+    ).fetchall()
+    for r in rows:
+        source = wanted[r["id"]]
+        if r["session_id"] != source.session_id:
+            continue
+        hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
+        hit.neighbour_of = source.turn_id
+        hit.score = source.score * NEIGHBOUR_FACTOR
+        hit.why = [f"next to #{source.turn_id}"]
+        hits[r["id"]] = hit
+
+
+def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
+    value, matched, phrases = scorer.score(hit.content, hit.bm25)
+    in_time = False
+    if q.times:
+        moment = from_stored(hit.ts)
+        in_time = any(span.start <= moment < span.end for span in q.times)
+    hit.score = value + ITEM_WEIGHT * hit.item + (TIME_WEIGHT if in_time else 0.0)
+    why = []
+    if matched:
+        why.append("matched: " + ", ".join(matched[:6]))
+    if phrases:
+        why.append(f"phrase “{phrases[0]}”")
+    if hit.item:
+        why.append("a stored fact came from it")
+    if in_time:
+        why.append("in the time asked about")
+    hit.why = why or ["bm25"]
+
+
+def _local(stored: str, tz: tzinfo | None) -> str:
+    moment = from_stored(stored)
+    return (moment.astimezone(tz) if tz else moment).strftime("%Y-%m-%d %H:%M")
+
+
+def collect(
+    conn: sqlite3.Connection,
+    *,
+    profile: str,
+    message: str,
+    now: datetime,
+    tz: tzinfo | None,
+    budget: int,
+    skip_turns: set[int],
+    skip_digests: set[int],
+) -> list[Line]:
+    """Candidate RELEVANT HISTORY lines for ``message``, best ranked highest.
+
+    Turn lines read ``[2026-05-01 09:00 #123] user: text``; digest lines
+    ``[2026-05-01 session summary] narrative``. ``skip_turns``/``skip_digests`` are what other
+    sections already carry. Ranks are 1 + the retrieval score (higher is better).
+    """
+    q = analyse(message, now)
+    if q.empty:
+        return []
+    hits: dict[int, _Hit] = {}
+    _word_hits(conn, profile, q, hits)
+    _trigram_hits(conn, profile, q, hits)
+    _item_hits(conn, profile, q, hits)
+    _time_hits(conn, profile, q, hits)
+    scorer = Scorer.for_pool(q, (h.content for h in hits.values()))
+    for hit in hits.values():
+        _score(hit, q, scorer)
+    if DIGEST_SESSION_WEIGHT:
+        for session_id, weight in _digest_sessions(conn, profile, q).items():
+            for hit in hits.values():
+                if hit.session_id == session_id:
+                    hit.score += DIGEST_SESSION_WEIGHT * weight
+    _neighbours(conn, profile, hits)
+    if SESSION_DECAY < 1.0:
+        seen: dict[int, int] = {}
+        for hit in sorted(hits.values(), key=lambda h: -h.score):
+            n = seen.get(hit.session_id, 0)
+            seen[hit.session_id] = n + 1
+            hit.score *= SESSION_DECAY**n
+    per_line = max(LINE_MIN, int(budget * LINE_SHARE))
+    wanted = set(scorer.stems.values())
+    lines: list[Line] = []
+    for hit in hits.values():
+        if hit.turn_id in skip_turns or not hit.content.strip():
+            continue
+        mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
+        when = _local(hit.ts, tz) if WITH_TIME else _local(hit.ts, tz)[:10]
+        prefix = f"[{when} #{hit.turn_id}] {hit.role}{mark}: "
+        body = snippet(hit.content, wanted, per_line, word_stems)
+        lines.append(
+            Line(
+                text=entry(prefix, body),
+                source=f"turn:{hit.turn_id}",
+                rank=1.0 + hit.score,
+                order=(from_stored(hit.ts).timestamp(), float(hit.turn_id)),
+                why="; ".join(hit.why),
+                turn_ids=(hit.turn_id,),
+            )
+        )
+    lines.extend(_digest_lines(conn, profile, q, tz, budget, skip_digests))
+    return lines
+
+
+def _digest_sessions(conn: sqlite3.Connection, profile: str, q: Query) -> dict[int, float]:
+    """Sessions whose digest matches the message: session id -> normalised bm25."""
+    expr = _match_expr(q)
+    if expr is None:
+        return {}
+    rows = conn.execute(
+        "SELECT d.session_id, f.rank AS rank FROM digests_fts f JOIN digests d "
+        "ON d.id = f.rowid WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
+        (expr, profile),
+    ).fetchall()
+    best = max((-r["rank"] for r in rows), default=1.0) or 1.0
+    return {r["session_id"]: (-r["rank"]) / best for r in rows}
+
+
+def _digest_lines(
+    conn: sqlite3.Connection, profile: str, q: Query, tz: tzinfo | None, budget: int, skip: set[int]
+) -> list[Line]:
+    expr = _match_expr(q)
+    found: dict[int, float] = {}
+    if expr is not None:
+        rows = conn.execute(
+            "SELECT d.id, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
+            "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
+            (expr, profile),
+        ).fetchall()
+        best = max((-r["rank"] for r in rows), default=1.0) or 1.0
+        found.update({r["id"]: (-r["rank"]) / best for r in rows})
+    for span in q.times:
+        rows = conn.execute(
+            "SELECT id FROM digests WHERE profile = ? AND ended_at >= ? AND started_at < ? "
+            "ORDER BY ended_at LIMIT 10",
+            (profile, to_stored(span.start), to_stored(span.end)),
+        ).fetchall()
+        for r in rows:
+            found[r["id"]] = found.get(r["id"], 0.0) + 0.8
+    per_line = max(60, int(budget * 0.2))
+    lines = []
+    for digest_id, score in found.items():
+        if digest_id in skip:
+            continue
+        d = digest_store.get_digest(conn, profile, digest_id)
+        body = d.narrative + ("\nDecided: " + "; ".join(d.decisions) if d.decisions else "")
+        lines.append(
+            Line(
+                text=entry(
+                    f"[{_local(d.ended_at, tz)[:10]} session summary] ", clip(body, per_line)
+                ),
+                source=f"digest:{d.id}",
+                rank=0.9 + 0.8 * score,
+                order=(from_stored(d.ended_at).timestamp(), 0.0),
+                why=f"digest of session #{d.session_id} matched",
+                turn_ids=tuple(d.source_turn_ids),
+            )
+        )
+    return lines
