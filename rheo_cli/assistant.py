@@ -7,6 +7,7 @@ with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,9 @@ from .providers.base import (
 from .runtime import Runtime
 
 MAX_TOOL_ROUNDS = 6
+RECORD_ATTEMPTS = 4
+"""Tries at storing a reply while another process holds the database (each waits the busy
+timeout, 30 s)."""
 """How many model calls one turn may make while Claude uses tools."""
 
 
@@ -77,10 +81,13 @@ class TurnFailed(Exception):
 class TurnInterrupted(Exception):
     """Ctrl-C during the reply; ``turn`` is the stored partial reply (status interrupted)."""
 
-    def __init__(self, turn: ledger.Turn, user_turn: ledger.Turn) -> None:
+    def __init__(
+        self, turn: ledger.Turn, user_turn: ledger.Turn, cause: BaseException | None = None
+    ) -> None:
         super().__init__("interrupted")
         self.turn = turn
         self.user_turn = user_turn
+        self.cause = cause
 
 
 def outcome_json(user_turn: ledger.Turn, turn: ledger.Turn, error: str | None) -> dict[str, Any]:
@@ -249,11 +256,11 @@ class Assistant:
                     parts.append("\n\n")
                     if on_text is not None:
                         on_text("\n\n")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             turn = self._record(user_turn, "".join(parts), "interrupted", usage, model, calls)
             if self.after_reply is not None:
                 self.after_reply(user_turn, turn)
-            raise TurnInterrupted(turn, user_turn) from None
+            raise TurnInterrupted(turn, user_turn, stop) from None
         except ProviderError as exc:
             turn = self._record(
                 user_turn,
@@ -266,6 +273,18 @@ class Assistant:
             )
             raise TurnFailed(exc, turn, user_turn) from None
         reply = "".join(parts).strip()
+        if not reply:
+            error = ProviderError("other", "the model answered with no text")
+            turn = self._record(
+                user_turn,
+                "",
+                "error",
+                usage,
+                model,
+                calls,
+                error={"kind": error.kind, "message": str(error)},
+            )
+            raise TurnFailed(error, turn, user_turn)
         assistant_turn = self._record(user_turn, reply, "ok", usage, model, calls)
         if self.after_reply is not None:
             self.after_reply(user_turn, assistant_turn)
@@ -295,24 +314,32 @@ class Assistant:
             meta["tool_calls"] = calls
         if error:
             meta["error"] = error
-        return ledger.append_turn(
-            self.rt.conn,
-            profile=self.rt.profile,
-            role="assistant",
-            content=content,
-            now=self.rt.now(),
-            gap_s=self.rt.settings.gap_s,
-            session_id=user_turn.session_id,
-            model=model,
-            status=status,
-            usage=ledger.Usage(
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-            ),
-            meta=meta,
-        ).turn
+        meta["reply_to"] = user_turn.id
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                return ledger.append_turn(
+                    self.rt.conn,
+                    profile=self.rt.profile,
+                    role="assistant",
+                    content=content,
+                    now=self.rt.now(),
+                    gap_s=self.rt.settings.gap_s,
+                    session_id=user_turn.session_id,
+                    model=model,
+                    status=status,
+                    usage=ledger.Usage(
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                        usage.cache_write_tokens,
+                    ),
+                    meta=meta,
+                ).turn
+            except sqlite3.OperationalError as exc:
+                # The reply is in hand: wait again rather than lose it.
+                if "locked" not in str(exc).lower() or attempt == RECORD_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
 
 def preview(

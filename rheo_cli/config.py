@@ -21,6 +21,7 @@ model = "claude-haiku-5-5"      # the small model that extracts facts and writes
 
 from __future__ import annotations
 
+import stat
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,10 +57,18 @@ _KNOWN = {
 }
 
 
-def _number(table: dict[str, Any], key: str, where: str, *, lo: float, hi: float) -> float | None:
+MAX_CONFIG_BYTES = 256 * 1024
+
+
+def _number(
+    table: dict[str, Any], key: str, where: str, *, lo: float, hi: float, whole: bool = False
+) -> float | None:
     if key not in table:
         return None
     value = table[key]
+    if whole and isinstance(value, float):
+        name = f"[{where}] {key}" if where else key
+        raise ConfigError(f"{name} must be a whole number, not {value!r}")
     if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
         name = f"[{where}] {key}" if where else key
         raise ConfigError(f"{name} must be a number from {lo:,g} to {hi:,.0f}, not {value!r}")
@@ -79,9 +88,17 @@ def load(path: Path) -> Config:
     """Read ``path`` (missing file: all defaults). Raises ConfigError on bad TOML, an unknown
     key, or a value of the wrong type or range, naming the key."""
     try:
-        raw = path.read_bytes()
+        info = path.stat()
     except FileNotFoundError:
         return Config()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(f"{path} is not a regular file")
+    if info.st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES // 1024} KB")
+    try:
+        raw = path.read_bytes()[:MAX_CONFIG_BYTES]
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
@@ -98,9 +115,9 @@ def load(path: Path) -> Config:
             raise ConfigError(f"{path}: unknown setting {where}{unknown[0]!r}")
     ctx, ses, mem, ext = (data.get(k, {}) for k in ("context", "session", "memory", "extraction"))
     base = Settings()
-    budget = _number(ctx, "budget", "context", lo=0, hi=1_000_000)
+    budget = _number(ctx, "budget", "context", lo=0, hi=1_000_000, whole=True)
     gap = _number(ses, "gap_hours", "session", lo=0.01, hi=24 * 365)
-    cap = _number(mem, "cap", "memory", lo=1, hi=100_000)
+    cap = _number(mem, "cap", "memory", lo=1, hi=100_000, whole=True)
     floor = _number(mem, "floor", "memory", lo=0, hi=1)
     decay = _number(mem, "decay_days", "memory", lo=1, hi=36_500)
     engine = Settings(
@@ -110,7 +127,7 @@ def load(path: Path) -> Config:
         floor=floor if floor is not None else base.floor,
         decay_days=decay if decay is not None else base.decay_days,
     )
-    max_tokens = _number(data, "max_tokens", "", lo=1, hi=1_000_000)
+    max_tokens = _number(data, "max_tokens", "", lo=1, hi=1_000_000, whole=True)
     timeout = _number(data, "timeout", "", lo=1, hi=3600)
     fallback = ext.get("fallback", [])
     if isinstance(fallback, str):

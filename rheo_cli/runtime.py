@@ -66,10 +66,13 @@ class Runtime:
         self._provider = provider
 
     def close(self) -> None:
-        """Close the store if it was opened."""
+        """Close the store and the provider's connections if they were opened."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        closer = getattr(self._provider, "close", None)
+        if callable(closer):
+            closer()
 
 
 def build(
@@ -93,9 +96,13 @@ def build(
         raise UsageError(str(exc)) from None
     paths = resolve(name, env)
     cfg = config_mod.load(paths.config)
-    chosen = (model or env.get("RHEO_MODEL", "") or cfg.model).strip()
+    if model is not None and not model.strip():
+        raise UsageError("--model needs a model name")
+    chosen = (model or env.get("RHEO_MODEL", "").strip() or cfg.model).strip()
     if not chosen:
         raise ConfigError("the model name is empty")
+    if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
+        raise UsageError("the model name must be printable text")
     return Runtime(
         profile=name, paths=paths, config=cfg, clock=clock_mod.from_env(env), model=chosen
     )

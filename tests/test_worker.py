@@ -47,15 +47,14 @@ def test_reply_returns_before_extraction_which_runs_detached(api, home):
     slow_extract = facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9})
     slow_extract = type(slow_extract)(**{**slow_extract.__dict__, "delay": 1.5})
     route(api, chat=text("Nice city."), extract=slow_extract)
-    start = time.monotonic()
     proc = run_rheo("ask", "I live in Porto.", env=_env(api, home))
-    elapsed = time.monotonic() - start
     assert proc.returncode == 0 and proc.stdout == b"Nice city.\n", proc.stderr
     assert items(home) == []  # the process did not wait for the extractor
     assert wait_for(lambda: items(home)) == ["Lives in Porto"]
-    assert elapsed < 1.5 + 10  # sanity only; the real check is the line above
-    job = db_rows(home, "SELECT status, leased_by FROM jobs")[0]
-    assert tuple(job) == ("done", None)
+    done = wait_for(
+        lambda: tuple(db_rows(home, "SELECT status, leased_by FROM jobs")[0]) == ("done", None)
+    )
+    assert done
 
 
 def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, monkeypatch):

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitStatus
+from . import signals
 from .errors import command, say_error
 from .inputs import compose, read_stdin
 from .options import Json, Model, New, Profile
@@ -31,6 +32,7 @@ def ask(
     from ..providers import anthropic_api
 
     anthropic_api.preload()
+    signals.install()
     from ..assistant import TurnFailed, TurnInterrupted, outcome_json
     from .output import print_json
     from .wiring import kick_background, make_assistant
@@ -38,10 +40,13 @@ def ask(
     message = compose(text, read_stdin())
     rt = runtime_for(profile, model)
     assistant = make_assistant(rt)
-    rendered = sys.stdout.isatty() and not json_out
+    rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from .stream import ReplyWriter
 
-    writer = ReplyWriter(rendered=rendered, spinner=sys.stderr.isatty())
+    writer = ReplyWriter(rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty())
+    provider = rt.provider()
+    if hasattr(provider, "on_retry"):
+        provider.on_retry = lambda line: say_error(f"note: {line}")
 
     def notes(ctx: object) -> None:
         for note in getattr(ctx, "notes", []):
@@ -59,7 +64,7 @@ def ask(
         if json_out:
             print_json(outcome_json(exc.user_turn, exc.turn, "interrupted"))
         say_error(f"interrupted: the partial reply is kept as turn #{exc.turn.id}")
-        raise typer.Exit(int(ExitStatus.INTERRUPTED)) from None
+        raise typer.Exit(signals.exit_status(exc.cause)) from None
     except TurnFailed as exc:
         writer.finish()
         if json_out:
@@ -72,3 +77,9 @@ def ask(
         rt.close()
     if json_out:
         print_json(result.to_json())
+    if writer.write_error or sys.stdout is None:
+        reason = writer.write_error or "stdout is closed"
+        say_error(
+            f"cannot write the reply ({reason}); it is stored as turn #{result.assistant_turn.id}"
+        )
+        raise typer.Exit(int(ExitStatus.ERROR))

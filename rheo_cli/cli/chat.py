@@ -20,6 +20,9 @@ def chat(new: New = False, model: Model = None, profile: Profile = None) -> None
 
     anthropic_api.preload()
     from ..repl.app import run_repl
+    from . import signals
+
+    signals.install()
 
     rt = runtime_for(profile, model)
     try:

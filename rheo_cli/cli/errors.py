@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -36,12 +39,38 @@ def exit_status_for(exc: BaseException) -> int:
     return int(ExitStatus.ERROR)
 
 
+def database_message(exc: sqlite3.Error) -> str:
+    """A one-line explanation of a SQLite failure for a person."""
+    text = str(exc)
+    lowered = text.lower()
+    if "locked" in lowered or "busy" in lowered:
+        return "the database stayed busy: another process held it for more than 30 s; try again"
+    if "readonly" in lowered or "read-only" in lowered:
+        return "cannot write the database: it is read-only (check its permissions)"
+    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
+        return f"the database is damaged ({text}); 'rheo paths' shows where it is"
+    if "disk i/o" in lowered or "full" in lowered:
+        return f"cannot write the database: {text} (is the disk full?)"
+    return f"database error: {text}"
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null (after the reader went away) so nothing more fails."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 @contextmanager
 def reported() -> Iterator[None]:
     """Turn rheo's errors into one stderr line and ``typer.Exit(status)``.
 
     RheoError and engine errors print their message; a provider failure prints its one line;
-    Ctrl-C exits 130. Anything else is a bug and keeps its traceback.
+    a SQLite failure is explained; a closed stdout pipe exits quietly (0) and an unwritable
+    stdout exits 1; Ctrl-C exits 130. Anything else is a bug and keeps its traceback.
     """
     from ..providers.base import ProviderError
 
@@ -50,9 +79,22 @@ def reported() -> Iterator[None]:
     except (RheoError, EngineError, ProviderError) as exc:
         say_error(str(exc))
         raise typer.Exit(exit_status_for(exc)) from None
-    except KeyboardInterrupt:
+    except sqlite3.Error as exc:
+        say_error(database_message(exc))
+        raise typer.Exit(int(ExitStatus.ERROR)) from None
+    except BrokenPipeError:
+        quiet_stdout()
+        raise typer.Exit(int(ExitStatus.OK)) from None
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EIO, errno.EBADF):
+            say_error(f"cannot write the output: {exc.strerror or exc}")
+            raise typer.Exit(int(ExitStatus.ERROR)) from None
+        raise
+    except KeyboardInterrupt as stop:
+        from .signals import exit_status
+
         say_error("interrupted")
-        raise typer.Exit(int(ExitStatus.INTERRUPTED)) from None
+        raise typer.Exit(exit_status(stop)) from None
 
 
 def command(func: Callable[P, R]) -> Callable[P, R]:

@@ -7,14 +7,15 @@ so ``rheo --help`` and the read-only commands start fast.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
 
+from ..errors import ExitStatus
 from . import ask as ask_cmd
 from . import chat as chat_cmd
 from . import context_cmd, digests_cmd, history, memory_cmd, paths_cmd, sessions_cmd
+from .errors import quiet_stdout, say_error
 from .options import Model, New, Profile
 from .state import GLOBAL
 
@@ -57,18 +58,42 @@ app.add_typer(digests_cmd.jobs_app, name="jobs")
 app.command()(digests_cmd.maintain)
 
 
+def run(argv: list[str] | None = None) -> int:
+    """Run the command line and return the exit status; usage errors are one line."""
+    try:
+        result = app(args=argv, prog_name="rheo", standalone_mode=False)
+    except KeyboardInterrupt:
+        say_error("interrupted")
+        return int(ExitStatus.INTERRUPTED)
+    except BrokenPipeError:
+        quiet_stdout()
+        return int(ExitStatus.OK)
+    except Exception as exc:
+        if type(exc).__name__ == "Abort":  # click's Ctrl-C while parsing
+            say_error("interrupted")
+            return int(ExitStatus.INTERRUPTED)
+        exit_code = getattr(exc, "exit_code", None)
+        format_message = getattr(exc, "format_message", None)
+        if isinstance(exit_code, int) and callable(format_message):
+            if type(exc).__name__ == "NoArgsIsHelpError":  # `rheo memory`: show its help
+                sys.stderr.write(str(format_message()).rstrip() + "\n")
+                return exit_code
+            ctx = getattr(exc, "ctx", None)
+            where = getattr(ctx, "command_path", "rheo") if ctx is not None else "rheo"
+            say_error(f"{format_message()} (see '{where} --help')")
+            return exit_code
+        raise
+    return result if isinstance(result, int) else int(ExitStatus.OK)
+
+
 def main() -> None:
     """Console-script entry point (``rheo``)."""
+    code = run()
     try:
-        app(prog_name="rheo")
-    except BrokenPipeError:
-        # stdout went away (``rheo history recent | head -1``): leave quietly.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
-        sys.exit(0)
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError, AttributeError):
+        quiet_stdout()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,10 @@ class ReplyWriter:
         spinner_out: TextIO | None = None,
     ) -> None:
         self.rendered = rendered
-        self.out = out or sys.stdout
+        self.out = out if out is not None else sys.stdout
         self.text = ""
-        self.pipe_closed = False
+        # No stdout at all (`rheo ask q >&-`): keep the text, show nothing.
+        self.pipe_closed = self.out is None
         self.finished = False
         self._printed = 0
         self._console: Any = None
@@ -79,6 +80,12 @@ class ReplyWriter:
                 self.out.flush()
         except BrokenPipeError:
             self._close_pipe()
+        except OSError as exc:  # e.g. stdout is a full disk: keep going, report at the end
+            self.write_error = exc.strerror or str(exc)
+            self.pipe_closed = True
+
+    write_error: str | None = None
+    """Why stdout could not be written (other than a closed pipe), if it could not."""
 
     def _markdown(self, text: str) -> Any:
         from rich.markdown import Markdown
@@ -128,6 +135,9 @@ class ReplyWriter:
                 self.out.flush()
         except BrokenPipeError:
             self._close_pipe()
+        except OSError as exc:
+            self.write_error = exc.strerror or str(exc)
+            self.pipe_closed = True
 
     def _close_pipe(self) -> None:
         self.pipe_closed = True

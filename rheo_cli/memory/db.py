@@ -52,6 +52,9 @@ def open_store(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> 
             raise StoreError(f"cannot switch {db_path} to WAL mode (got {mode})")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # REPLACE deletes the old row: with recursive triggers that delete meets the
+        # append-only triggers too, so INSERT OR REPLACE cannot rewrite the ledger.
+        conn.execute("PRAGMA recursive_triggers = ON")
         if migrate_schema:
             migrate(conn)
     except sqlite3.DatabaseError as exc:

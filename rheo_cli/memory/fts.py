@@ -20,13 +20,19 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+MAX_TERMS = 64
+"""At most this many terms are taken from a text (a pasted document is not a query)."""
+MAX_QUERY_CHARS = 20_000
+
+
 def terms(text: str) -> list[str]:
     """Split text into FTS5-safe terms: quoted phrases and words, in order, deduplicated.
 
     Each returned term is already a valid FTS5 string (``"word"``, ``"two words"`` or
     ``"pre"*``). Words without any letter or digit (``*``, ``(``, ``-``, emoji alone) are dropped.
+    Only the first `MAX_QUERY_CHARS` characters and `MAX_TERMS` terms count.
     """
-    text = _CONTROL.sub(" ", text)  # SQLite reads a NUL as the end of the expression
+    text = _CONTROL.sub(" ", text[:MAX_QUERY_CHARS])  # a NUL would end the expression
     out: list[str] = []
     seen: set[str] = set()
 
@@ -51,7 +57,7 @@ def terms(text: str) -> list[str]:
             add(_quote(phrase))
         pos = match.end()
     words(text[pos:].replace('"', " "))
-    return out
+    return out[:MAX_TERMS]
 
 
 def match_all(text: str) -> str | None:

@@ -16,7 +16,7 @@ def check_profile(name: str) -> str:
     Valid: 1-64 characters of letters, digits, ``_``, ``.``, ``-``, starting with a letter or
     digit (so it is also safe as a file name for the profile's REPL history).
     """
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise InvalidInput(
             f"invalid profile name {name!r}: use 1-64 letters, digits, '_', '.', '-'"
         )

@@ -78,6 +78,11 @@ def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
     return f"[{_local(turn.ts, tz)}] {turn.role}{mark}: "
 
 
+def _pair_key(turn: ledger.Turn) -> tuple[int, int]:
+    reply_to = turn.meta.get("reply_to") if turn.role == "assistant" else None
+    return (reply_to, turn.id) if isinstance(reply_to, int) else (turn.id, turn.id)
+
+
 def session_lines(
     conn: sqlite3.Connection,
     profile: str,
@@ -96,6 +101,9 @@ def session_lines(
         conn, profile, session_id, limit=settings.session_turns + 4, before_id=before_turn_id
     )
     turns = [t for t in turns if t.content.strip()][-settings.session_turns :]
+    # Two processes answering at once interleave their turns in the ledger; show each reply
+    # right after the question it answers.
+    turns.sort(key=_pair_key)
     per_line = max(60, int(budget * 0.35))
     lines = []
     for n, turn in enumerate(turns):
@@ -105,7 +113,7 @@ def session_lines(
                 text=entry(turn_prefix(turn, tz), body),
                 source=f"turn:{turn.id}",
                 rank=10.0 + n,
-                order=(float(turn.id),),
+                order=(float(n),),
                 why="recent turn of this session",
                 turn_ids=(turn.id,),
             )

@@ -11,18 +11,30 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from .errors import InvalidInput
 
-_STORED = "%Y-%m-%dT%H:%M:%S"
+MIN_YEAR = 1000
+MAX_YEAR = 9998
+"""Instants rheo accepts: four-digit years, with room for any time-zone shift."""
+
+
+def check_range(moment: datetime) -> datetime:
+    """``moment`` if its year is within `MIN_YEAR`..`MAX_YEAR`, else InvalidInput."""
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        raise InvalidInput(f"dates must be between the years {MIN_YEAR} and {MAX_YEAR}")
+    return moment
 
 
 def to_stored(moment: datetime) -> str:
     """Format an aware datetime as the stored UTC text, e.g. ``2026-11-29T21:03:00.000Z``.
 
-    Raises InvalidInput for a naive datetime.
+    Raises InvalidInput for a naive datetime or one outside the years 1000-9998.
     """
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise InvalidInput("a naive datetime cannot be stored; give it a time zone")
-    utc = moment.astimezone(UTC)
-    return utc.strftime(_STORED) + f".{utc.microsecond // 1000:03d}Z"
+    utc = check_range(moment).astimezone(UTC)
+    return (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+        f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z"
+    )
 
 
 def from_stored(text: str) -> datetime:
@@ -48,7 +60,7 @@ def parse_instant(text: str, *, default_tz: timezone | None = None) -> datetime:
         if default_tz is None:
             raise InvalidInput(f"date-time has no UTC offset: {text!r}")
         moment = moment.replace(tzinfo=default_tz)
-    return moment
+    return check_range(moment)
 
 
 def local_zone() -> timezone:

@@ -13,7 +13,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .base import (
@@ -25,6 +25,7 @@ from .base import (
     ToolCall,
     Usage,
 )
+from .redact import redact
 
 _preload_thread: threading.Thread | None = None
 
@@ -45,13 +46,15 @@ def preload() -> None:
 
 
 def has_credentials(environ: dict[str, str] | None = None) -> bool:
-    """True when ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` is set and non-empty."""
+    """True when ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` is set and not blank."""
     env = os.environ if environ is None else environ
-    return bool(env.get("ANTHROPIC_API_KEY", "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", ""))
+    return bool(
+        env.get("ANTHROPIC_API_KEY", "").strip() or env.get("ANTHROPIC_AUTH_TOKEN", "").strip()
+    )
 
 
 def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(str(text).split())
+    flat = " ".join(redact(str(text)).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
@@ -81,6 +84,13 @@ class AnthropicProvider:
         self.timeout_s = timeout_s
         self.max_retries = max_retries
         self._client: Any = None
+        self.on_retry: Callable[[str], None] | None = None
+        """Told, in one line, when rheo waits before retrying (e.g. a rate limit)."""
+
+    def _wait(self, seconds: float, error: ProviderError) -> None:
+        if self.on_retry is not None and seconds >= 2:
+            self.on_retry(f"{error}; retrying in {seconds:.0f} s")
+        time.sleep(seconds)
 
     def _should_retry(self, error: ProviderError, attempt: int) -> float | None:
         if attempt >= self.max_retries or not error.retryable:
@@ -96,14 +106,34 @@ class AnthropicProvider:
             raise ProviderError(
                 "no_key", "ANTHROPIC_API_KEY is not set: export your API key to chat with Claude"
             )
+        key = os.environ.get("ANTHROPIC_API_KEY", "").strip() or None
+        token = None if key else os.environ.get("ANTHROPIC_AUTH_TOKEN", "").strip()
+        secret = key or token or ""
+        if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in secret):
+            name = "ANTHROPIC_API_KEY" if key else "ANTHROPIC_AUTH_TOKEN"
+            raise ProviderError("auth", f"{name} contains spaces or control characters")
         try:
             import anthropic
         except ImportError as exc:
             raise ProviderError(
                 "unavailable", f"the anthropic SDK is not installed: {exc}"
             ) from None
-        self._client = anthropic.Anthropic(timeout=self.timeout_s, max_retries=0)
+        base_url = os.environ.get("ANTHROPIC_BASE_URL", "").strip() or None
+        self._client = anthropic.Anthropic(
+            api_key=key,
+            auth_token=token,
+            base_url=base_url,
+            timeout=self.timeout_s,
+            max_retries=0,
+        )
         return self._client
+
+    def close(self) -> None:
+        """Close the SDK client's connections (idempotent)."""
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                self._client.close()
+            self._client = None
 
     @staticmethod
     def _params(request: ChatRequest) -> dict[str, Any]:
@@ -153,7 +183,7 @@ class AnthropicProvider:
                 wait = None if started else self._should_retry(error, attempt)
                 if wait is None:
                     raise error from None
-                time.sleep(wait)
+                self._wait(wait, error)
                 attempt += 1
                 continue
             yield from _final_events(final)
@@ -172,7 +202,7 @@ class AnthropicProvider:
                 wait = self._should_retry(error, attempt)
                 if wait is None:
                     raise error from None
-                time.sleep(wait)
+                self._wait(wait, error)
                 attempt += 1
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
         return text, _usage(message.usage), str(message.model)
@@ -205,7 +235,8 @@ class AnthropicProvider:
             return ProviderError(
                 "stream_broken", f"the reply stream broke off: {_one_line(str(exc), 160)}"
             )
-        return ProviderError("other", f"the model call failed: {_one_line(str(exc))}")
+        detail = _one_line(str(exc)) or type(exc).__name__
+        return ProviderError("other", f"the model call failed ({type(exc).__name__}): {detail}")
 
 
 def _retry_after(exc: Any) -> float | None:

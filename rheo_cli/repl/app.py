@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any, TextIO
 
+from ..cli.signals import Terminated
 from ..runtime import Runtime
 from . import commands
 
@@ -85,7 +86,9 @@ def run_repl(
     while not state.done:
         try:
             text = session.prompt(PROMPT)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
+            if isinstance(stop, Terminated):
+                raise
             continue
         except EOFError:
             break

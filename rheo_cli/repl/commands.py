@@ -57,6 +57,10 @@ def run_turn(state: ReplState, text: str) -> None:
     except TurnInterrupted as exc:
         writer.finish()
         state.say(f"\n[interrupted — the partial reply is kept as turn #{exc.turn.id}]")
+        from ..cli.signals import Terminated
+
+        if isinstance(exc.cause, Terminated):
+            raise exc.cause from None
     except TurnFailed as exc:
         writer.finish()
         state.say(f"rheo: {exc.error}")
