@@ -84,10 +84,9 @@ def analyse(message: str, now: datetime, *, max_terms: int = 24) -> Query:
             if phrase not in phrases:
                 phrases.append(phrase)
         previous = word
-    for quoted in re.findall(r'"([^"]{3,80})"', text):
-        phrase = " ".join(quoted.casefold().split())
-        if phrase and phrase not in phrases:
-            phrases.insert(0, phrase)
+    quoted = [" ".join(q.casefold().split()) for q in re.findall(r'"([^"]{3,80})"', text)]
+    quoted = [q for q in dict.fromkeys(quoted) if q]
+    phrases = quoted + [p for p in phrases if p not in quoted]
     runs = [r for r in dict.fromkeys(_NO_SPACE.findall(text)) if r]
     return Query(
         terms=terms[:max_terms],

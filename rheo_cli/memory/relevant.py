@@ -160,9 +160,9 @@ def _item_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int,
 
 
 def _time_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
-    """For a message with a time expression but few words ("what did we talk about last
-    week?"): the person's turns in that range."""
-    if len(q.terms) > 2:
+    """For a message with a time expression and no other words to search ("what did we talk
+    about last week?"): the person's turns in that range."""
+    if q.terms:
         return
     for span in q.times:
         rows = conn.execute(
