@@ -1,5 +1,5 @@
 """``python -m rheo_cli`` runs the command line."""
 
-from .cli.main import main
+from .entry import main
 
 main()

@@ -218,3 +218,14 @@ def test_turn_slightly_earlier_than_session_start_joins_and_moves_start(conn):
     assert (
         s.started_at == "2026-05-01T08:30:00.000Z" and s.last_turn_at == "2026-05-01T09:00:00.000Z"
     )
+
+
+def test_search_ranks_the_newest_window_first_then_older(conn, monkeypatch):
+    monkeypatch.setattr(ledger, "SEARCH_WINDOW", 5)
+    for n in range(20):
+        add(conn, f"apple number {n}" + (" quince" if n == 2 else ""), T0 + timedelta(minutes=n))
+    newest = ledger.search_turns(conn, "default", "apple", limit=3)
+    assert all(t.id > 15 for t, _ in newest)
+    assert [t.id for t, _ in ledger.search_turns(conn, "default", "quince")] == [3]
+    both = ledger.search_turns(conn, "default", "apple", limit=8)
+    assert len(both) == 8 and {t.id for t, _ in both[:5]} == {16, 17, 18, 19, 20}

@@ -11,7 +11,6 @@ from .inputs import read_stdin
 from .options import Json, Profile
 from .output import print_json
 from .state import runtime_for
-from .wiring import tool_specs
 
 
 @command
@@ -37,6 +36,7 @@ def context(
         message = f"{message}\n\n<stdin>\n{piped.strip()}\n</stdin>" if message else piped.strip()
     rt = runtime_for(profile)
     from ..assistant import preview
+    from .wiring import tool_specs
 
     info = preview(rt, message, budget=budget, tools=tool_specs())
     if json_out:

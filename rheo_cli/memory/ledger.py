@@ -95,6 +95,9 @@ _COLUMNS = (
     "id, profile, session_id, role, content, ts, model, status, input_tokens, output_tokens, "
     "cache_read_tokens, cache_write_tokens, meta"
 )
+_T_COLUMNS = ", ".join("t." + c.strip() for c in _COLUMNS.split(","))
+SEARCH_WINDOW = 100_000
+"""History search ranks the newest this-many turns first (see `search_turns`)."""
 
 
 def _row_to_turn(row: sqlite3.Row) -> Turn:
@@ -268,16 +271,25 @@ def search_turns(
     text a person types (``C++``, ``"quoted"``, ``AND``, ``-x``, ``a:b``, ``*``, ``(``, emoji, CJK)
     searches without error. ``score`` is bm25's (lower is better, negative). Text with no
     searchable word returns [].
+
+    Ranking every match of a common word costs time that grows with the ledger, so the best
+    matches among the newest `SEARCH_WINDOW` turns come first, then, when those are fewer than
+    ``limit``, the best older ones.
     """
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
-    rows = conn.execute(
-        f"SELECT {', '.join('t.' + c.strip() for c in _COLUMNS.split(','))}, f.rank AS score "
-        "FROM turns_fts f JOIN turns t ON t.id = f.rowid "
-        "WHERE turns_fts MATCH ? AND t.profile = ? ORDER BY f.rank LIMIT ?",
-        (expr, profile, limit),
-    ).fetchall()
+    newest = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0])
+    cutoff = max(0, newest - SEARCH_WINDOW)
+    sql = (
+        f"SELECT {_T_COLUMNS}, f.rank AS score FROM turns_fts f JOIN turns t ON t.id = f.rowid "
+        "WHERE turns_fts MATCH ? AND f.rowid {cmp} ? AND t.profile = ? ORDER BY f.rank LIMIT ?"
+    )
+    rows = conn.execute(sql.format(cmp=">"), (expr, cutoff, profile, limit)).fetchall()
+    if len(rows) < limit and cutoff > 0:
+        rows += conn.execute(
+            sql.format(cmp="<="), (expr, cutoff, profile, limit - len(rows))
+        ).fetchall()
     return [(_row_to_turn(r), float(r["score"])) for r in rows]
 
 

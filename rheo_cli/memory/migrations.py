@@ -241,7 +241,34 @@ def m004_trigram_index(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: list[Migration] = [m001_ledger, m002_memory, m003_job_leases, m004_trigram_index]
+def m005_deferred_indexing(conn: sqlite3.Connection) -> None:
+    """Let the bulk write path index a whole batch of turns at once (twice as fast as one
+    trigger call per row): while a row in ``fts_deferred`` exists — only ever inside the bulk
+    path's own transaction — the insert triggers stand aside and the batch is indexed at its
+    end."""
+    run_script(
+        conn,
+        f"""
+        CREATE TABLE fts_deferred (on_ INTEGER PRIMARY KEY CHECK (on_ = 1));
+        DROP TRIGGER turns_fts_insert;
+        CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns
+        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred)
+        BEGIN INSERT INTO turns_fts(rowid, content) VALUES (new.id, new.content); END;
+        DROP TRIGGER turns_cjk_insert;
+        CREATE TRIGGER turns_cjk_insert AFTER INSERT ON turns
+        WHEN new.content GLOB '{CJK_GLOB}' AND NOT EXISTS (SELECT 1 FROM fts_deferred)
+        BEGIN INSERT INTO turns_cjk(rowid, content) VALUES (new.id, new.content); END;
+        """,
+    )
+
+
+MIGRATIONS: list[Migration] = [
+    m001_ledger,
+    m002_memory,
+    m003_job_leases,
+    m004_trigram_index,
+    m005_deferred_indexing,
+]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

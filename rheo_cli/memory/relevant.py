@@ -10,6 +10,7 @@ in other sections are left out; every line is dated and names its turn.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -17,13 +18,17 @@ from datetime import datetime, tzinfo
 from . import digests as digest_store
 from .lines import Line
 from .query import Query, analyse
-from .relevance import Scorer, word_stems
+from .relevance import Scorer
 from .render import clip, entry, snippet
 from .timeutil import from_stored, to_stored
 
-CANDIDATES = 150
+CANDIDATES = 60
 """Turns taken from the word index before re-ranking."""
-ITEM_HITS = 60
+COMMON_DF = 2000
+"""A word in more turns than this is common: it does not choose candidates (reading its
+postings would cost time that grows with the ledger)."""
+MAX_QUERY_WORDS = 12
+ITEM_HITS = 20
 """Memory items searched for the turns they were learnt from."""
 NEIGHBOUR_OF = 4
 """How many of the best hits bring a neighbouring turn."""
@@ -86,16 +91,70 @@ def _rows_to_hits(rows: list[sqlite3.Row], hits: dict[int, _Hit], *, scored: boo
             hit.bm25 = max(hit.bm25, (-r["rank"]) / best)
 
 
-def _word_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
-    expr = _match_expr(q)
-    if expr is None:
-        return
+def _word_hits(
+    conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]
+) -> dict[str, float]:
+    """Candidate turns from the word index, in time bounded by the rare words of the query.
+
+    Each query word's postings are read up to `COMMON_DF` rowids: a word found more often is
+    common (it still counts when candidates are scored, but doesn't choose them). Turns are
+    ranked by the summed inverse document frequency of the rare words they hold (a bm25-like
+    score without reading every match of a common word) and the best `CANDIDATES` are read.
+    When every word is common, the newest turns holding any of them are the candidates.
+    Returns each query word's inverse document frequency over the whole ledger.
+    """
+    words = [(t, _quote(t)) for t in q.terms[:MAX_QUERY_WORDS]]
+    words += [(p, _quote(p)) for p in q.phrases[:2]]
+    idfs: dict[str, float] = {}
+    if not words:
+        return idfs
+    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0]) or 1
+    scores: dict[int, float] = {}
+    common: list[str] = []
+    for term, word in words:
+        rowids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?", (word, COMMON_DF + 1)
+            )
+        ]
+        df = max(len(rowids), total // 20) if len(rowids) > COMMON_DF else len(rowids)
+        idf = math.log((total + 1) / (df + 0.5))
+        idfs[term] = idf
+        if len(rowids) > COMMON_DF:
+            common.append(word)
+            continue
+        for rowid in rowids:
+            scores[rowid] = scores.get(rowid, 0.0) + idf
+    if scores:
+        best = sorted(scores.items(), key=lambda kv: -kv[1])[: CANDIDATES + 50]
+        top = best[0][1] or 1.0
+        chosen = {rowid: value / top for rowid, value in best}
+    elif common:
+        rowids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+                (" OR ".join(common), CANDIDATES),
+            )
+        ]
+        chosen = dict.fromkeys(rowids, 0.5)
+    else:
+        return idfs
+    if not chosen:
+        return idfs
+    marks = ",".join("?" * len(chosen))
     rows = conn.execute(
-        f"SELECT {_TURN_COLS}, f.rank AS rank FROM turns_fts f JOIN turns t ON t.id = f.rowid "
-        "WHERE turns_fts MATCH ? AND t.profile = ? ORDER BY f.rank LIMIT ?",
-        (expr, profile, CANDIDATES),
+        f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+        (*chosen, profile),
     ).fetchall()
-    _rows_to_hits(rows, hits, scored=True)
+    for r in sorted(rows, key=lambda r: -chosen[r["id"]])[:CANDIDATES]:
+        hit = hits.get(r["id"])
+        if hit is None:
+            hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
+            hits[r["id"]] = hit
+        hit.bm25 = max(hit.bm25, chosen[r["id"]])
+    return idfs
 
 
 def _trigram_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
@@ -243,15 +302,18 @@ def collect(
     if q.empty:
         return []
     hits: dict[int, _Hit] = {}
-    _word_hits(conn, profile, q, hits)
+    idfs = _word_hits(conn, profile, q, hits)
+    digest_hits = _digest_matches(conn, profile, q)
     _trigram_hits(conn, profile, q, hits)
     _item_hits(conn, profile, q, hits)
     _time_hits(conn, profile, q, hits)
-    scorer = Scorer.for_pool(q, (h.content for h in hits.values()))
+    scorer = (
+        Scorer.for_idf(q, idfs) if idfs else Scorer.for_pool(q, (h.content for h in hits.values()))
+    )
     for hit in hits.values():
         _score(hit, q, scorer)
     if DIGEST_SESSION_WEIGHT:
-        for session_id, weight in _digest_sessions(conn, profile, q).items():
+        for session_id, weight in {d.session_id: w for d, w in digest_hits}.items():
             for hit in hits.values():
                 if hit.session_id == session_id:
                     hit.score += DIGEST_SESSION_WEIGHT * weight
@@ -263,15 +325,18 @@ def collect(
             seen[hit.session_id] = n + 1
             hit.score *= SESSION_DECAY**n
     per_line = max(LINE_MIN, int(budget * LINE_SHARE))
-    wanted = set(scorer.stems.values())
     lines: list[Line] = []
-    for hit in hits.values():
-        if hit.turn_id in skip_turns or not hit.content.strip():
-            continue
+    # Only as many lines as the budget could ever hold are rendered (snippets cost time).
+    keep = max(20, budget // 60)
+    ranked = sorted(
+        (h for h in hits.values() if h.turn_id not in skip_turns and h.content.strip()),
+        key=lambda h: -h.score,
+    )[:keep]
+    for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
         when = _local(hit.ts, tz) if WITH_TIME else _local(hit.ts, tz)[:10]
         prefix = f"[{when} #{hit.turn_id}] {hit.role}{mark}: "
-        body = snippet(hit.content, wanted, per_line, word_stems)
+        body = snippet(hit.content, per_line, lambda text: len(scorer.matched(text)))
         lines.append(
             Line(
                 text=entry(prefix, body),
@@ -282,51 +347,51 @@ def collect(
                 turn_ids=(hit.turn_id,),
             )
         )
-    lines.extend(_digest_lines(conn, profile, q, tz, budget, skip_digests))
+    lines.extend(_digest_lines(digest_hits, conn, profile, q, tz, budget, skip_digests))
     return lines
 
 
-def _digest_sessions(conn: sqlite3.Connection, profile: str, q: Query) -> dict[int, float]:
-    """Sessions whose digest matches the message: session id -> normalised bm25."""
+def _digest_matches(
+    conn: sqlite3.Connection, profile: str, q: Query
+) -> list[tuple[digest_store.Digest, float]]:
+    """Digests whose narrative or decisions match the message, best first, each with its
+    normalised bm25, read in one query."""
     expr = _match_expr(q)
     if expr is None:
-        return {}
+        return []
     rows = conn.execute(
-        "SELECT d.session_id, f.rank AS rank FROM digests_fts f JOIN digests d "
-        "ON d.id = f.rowid WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
+        "SELECT d.*, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
+        "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
         (expr, profile),
     ).fetchall()
     best = max((-r["rank"] for r in rows), default=1.0) or 1.0
-    return {r["session_id"]: (-r["rank"]) / best for r in rows}
+    return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in rows]
 
 
 def _digest_lines(
-    conn: sqlite3.Connection, profile: str, q: Query, tz: tzinfo | None, budget: int, skip: set[int]
+    matches: list[tuple[digest_store.Digest, float]],
+    conn: sqlite3.Connection,
+    profile: str,
+    q: Query,
+    tz: tzinfo | None,
+    budget: int,
+    skip: set[int],
 ) -> list[Line]:
-    expr = _match_expr(q)
-    found: dict[int, float] = {}
-    if expr is not None:
-        rows = conn.execute(
-            "SELECT d.id, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
-            "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
-            (expr, profile),
-        ).fetchall()
-        best = max((-r["rank"] for r in rows), default=1.0) or 1.0
-        found.update({r["id"]: (-r["rank"]) / best for r in rows})
+    found = {d.id: (d, score) for d, score in matches}
     for span in q.times:
         rows = conn.execute(
-            "SELECT id FROM digests WHERE profile = ? AND ended_at >= ? AND started_at < ? "
+            "SELECT * FROM digests WHERE profile = ? AND ended_at >= ? AND started_at < ? "
             "ORDER BY ended_at LIMIT 10",
             (profile, to_stored(span.start), to_stored(span.end)),
         ).fetchall()
         for r in rows:
-            found[r["id"]] = found.get(r["id"], 0.0) + 0.8
+            digest, score = found.get(r["id"], (digest_store.row_to_digest(r), 0.0))
+            found[r["id"]] = (digest, score + 0.8)
     per_line = max(60, int(budget * 0.2))
     lines = []
-    for digest_id, score in found.items():
-        if digest_id in skip:
+    for d, score in found.values():
+        if d.id in skip:
             continue
-        d = digest_store.get_digest(conn, profile, digest_id)
         body = d.narrative + ("\nDecided: " + "; ".join(d.decisions) if d.decisions else "")
         lines.append(
             Line(

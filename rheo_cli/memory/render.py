@@ -61,31 +61,28 @@ def clip(text: str, max_tokens: int, *, marker: str = "") -> str:
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 
-def snippet(text: str, wanted: set[str], max_tokens: int, stems: Callable[[str], set[str]]) -> str:
-    """``text`` cut to about ``max_tokens`` by keeping its sentences that hold the most of the
-    ``wanted`` word stems (in their original order, ``…`` where text was left out).
-
-    Text within the limit is returned unchanged; with no matching sentence, the head is kept.
-    ``stems`` maps a sentence to its word stems (see `relevance.word_stems`).
+def snippet(text: str, max_tokens: int, hits: Callable[[str], int]) -> str:
+    """``text`` cut to about ``max_tokens`` by keeping the sentences with the most ``hits``
+    (query words found, as counted by the caller), in their original order, with ``…`` where
+    text was left out. Text within the limit is returned unchanged; with no matching
+    sentence, the head and tail are kept (`clip`).
     """
     if estimate(text) <= max_tokens:
         return text
     sentences = [s for s in _SENTENCE.split(text) if s.strip()]
-    scored = sorted(
-        range(len(sentences)),
-        key=lambda i: (-len(stems(sentences[i]) & wanted), i),
-    )
+    counts = [hits(s) for s in sentences]
+    order = sorted(range(len(sentences)), key=lambda i: (-counts[i], i))
     chosen: list[int] = []
     used = 0
-    for i in scored:
+    for i in order:
+        if chosen and not counts[i]:
+            break
         cost = estimate(sentences[i]) + 1
         if used + cost > max_tokens:
             continue
-        if chosen and not stems(sentences[i]) & wanted:
-            break
         chosen.append(i)
         used += cost
-    if not chosen:
+    if not chosen or not counts[chosen[0]]:
         return clip(text, max_tokens)
     chosen.sort()
     parts: list[str] = []

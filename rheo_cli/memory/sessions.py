@@ -59,8 +59,14 @@ def is_open(session: Session, now: datetime, gap_s: float) -> bool:
     after its last turn (or before its first: a clock set back further than the gap, to replay
     older history, starts a session of its own).
     """
-    after_last = (now - from_stored(session.last_turn_at)).total_seconds()
-    before_first = (from_stored(session.started_at) - now).total_seconds()
+    return within_gap(session.started_at, session.last_turn_at, now, gap_s)
+
+
+def within_gap(started_at: str, last_turn_at: str, now: datetime, gap_s: float) -> bool:
+    """True when ``now`` is at most ``gap_s`` seconds after ``last_turn_at`` and at most
+    ``gap_s`` before ``started_at`` (stored UTC text): the session-joining rule."""
+    after_last = (now - from_stored(last_turn_at)).total_seconds()
+    before_first = (from_stored(started_at) - now).total_seconds()
     return after_last <= gap_s and before_first <= gap_s
 
 

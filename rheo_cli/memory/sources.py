@@ -15,7 +15,7 @@ from . import ledger, relevant
 from .errors import NotFound
 from .lines import CURRENT_MEMORY, CURRENT_SESSION, EPISODIC, OPEN_ITEMS, RELEVANT_HISTORY, Line
 from .query import analyse
-from .relevance import Scorer
+from .relevance import COVERAGE_WEIGHT, Scorer
 from .render import INDENT, clip, entry
 from .settings import Settings
 from .timeutil import from_stored
@@ -188,12 +188,12 @@ def memory_lines(
     """
     facts = [i for i in active if i.category != "open_item"]
     query = analyse(message, now)
-    bm25: dict[int, float] = {}
-    if not query.empty:
-        found = item_store.search_items(conn, profile, message, limit=200)
-        best = max((-score for _, score in found), default=0.0) or 1.0
-        bm25 = {item.id: (-score) / best for item, score in found}
     scorer = Scorer.for_pool(query, (f"{i.topic} {i.content_text()}" for i in facts))
+    # Active facts are few (the cap): each is scored directly; the FTS index over items
+    # narrows them first only past a few hundred.
+    candidates: set[int] | None = None
+    if len(facts) > 300 and not query.empty:
+        candidates = {i.id for i, _ in item_store.search_items(conn, profile, message, limit=300)}
     per_line = max(40, int(budget * 0.1))
     lines = []
     for item in facts:
@@ -214,10 +214,11 @@ def memory_lines(
             )
         relevance: float = 0.0
         matched: list[str] = []
-        if item.id in bm25:
-            relevance, matched, _phrases = scorer.score(
-                f"{item.topic} {item.content_text()}", bm25[item.id]
-            )
+        if not query.empty and (candidates is None or item.id in candidates):
+            text_of_item = f"{item.topic} {item.content_text()}"
+            coverage, matched, _phrases = scorer.score(text_of_item)
+            # No bm25 here: coverage stands in for it, on the history hits' scale.
+            relevance = coverage * (1 + 1 / COVERAGE_WEIGHT) if matched else 0.0
         hit = relevance >= MATCH_THRESHOLD
         if hit:
             rank = 1.0 + relevance + 0.3 * confidence

@@ -1,0 +1,492 @@
+"""Speed at scale: rheo's own work on stores of 10k, 100k and 1M turns, and whole commands.
+
+    python bench/scale.py [--size N] [--runs R] [--llm PATH] [--keep DIR] [--json]
+
+For each size a store is generated (seeded, reproducible) through the engine's bulk write path:
+about 10 turns per session, sessions spread over 5 years, varied lengths and a Zipf-shaped
+vocabulary with names and numbers, a second profile, 10,000 memory items with their events and
+1,000 digests. Then, min / median / p95 over repeated runs:
+
+- engine: bulk ingest (turns/s), context assembly for varied messages, history search, memory
+  list (ms); database size; this process's peak RSS;
+- whole processes: ``rheo --help``, ``rheo memory list``, ``rheo history search``, and
+  ``rheo ask`` against a local Messages-API server (process start -> request received by the
+  server, and total), with the ask's peak RSS; side by side, the ``llm`` CLI
+  (``pip install llm llm-anthropic``) asking the same server, and the ratio.
+
+Nothing leaves the machine: the model calls go to ``tests/fakeapi.py`` on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from rheo_cli.memory import context, db, digests, items, ledger  # noqa: E402
+from rheo_cli.memory.bulk import ItemIn, TurnIn, import_items, import_turns  # noqa: E402
+from rheo_cli.memory.settings import Settings  # noqa: E402
+
+SIZES = (10_000, 100_000, 1_000_000)
+PROFILE = "default"
+OTHER = "work"
+START = datetime(2021, 12, 1, 8, 0, tzinfo=UTC)
+YEARS = 5
+
+COMMON = """the be to of and a in that have i it for not on with he as you do at this but his by
+from they we say her she or an will my one all would there their what so up out if
+about who get which go me when make can like time no just him know take people into
+year your good some could them see other than then now look only come its over think
+also back after use two how our work first well way even new want because any these
+give day most us is was are were had has did said got made went thought told asked
+feel need really should very much still here where why more many little great right
+old big high different small large next early young important few public bad same able
+last long own other week month plan call meeting email send idea problem question
+project team money home family friend kids school doctor car house trip book film
+music food dinner lunch coffee tea weekend morning evening""".split()  # noqa: SIM905
+SYLLABLES = """ka ri to mo ne sa lu vi pe ra no ti ma ko re zu bel dor fin gar hel jon kel lim mar
+nor pol quin ros sel tan ul ver wil xan yor zel ant bri cor dru eth fal gri hol isk
+jal kro lon mev nix orb pry qua rud sty tor urn vex wim yel zor""".split()  # noqa: SIM905
+
+
+def _word(rng: random.Random, parts: int) -> str:
+    return "".join(rng.choice(SYLLABLES) for _ in range(parts))
+
+
+@dataclass
+class Vocabulary:
+    """Words drawn with Zipf-like weights, plus names."""
+
+    words: list[str]
+    weights: list[float]
+    names: list[str]
+
+
+def vocabulary(rng: random.Random) -> Vocabulary:
+    """Common English words first, then 6,000 invented words, heavier at the top (Zipf)."""
+    invented = list(dict.fromkeys(_word(rng, rng.choice((2, 2, 3, 3, 4))) for _ in range(7000)))
+    words = COMMON + [w for w in invented if w not in COMMON][:6000]
+    weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(words))]
+    names = list(dict.fromkeys(_word(rng, 2).capitalize() for _ in range(400)))[:300]
+    return Vocabulary(words, weights, names)
+
+
+def sentence(rng: random.Random, vocab: Vocabulary) -> str:
+    """One sentence of 4-18 words, sometimes with a name or a number."""
+    n = rng.randint(4, 18)
+    words = rng.choices(vocab.words, vocab.weights, k=n)
+    if rng.random() < 0.25:
+        words[rng.randrange(n)] = rng.choice(vocab.names)
+    if rng.random() < 0.1:
+        words[rng.randrange(n)] = str(rng.choice((rng.randint(1, 31), rng.randint(1990, 2030))))
+    text = " ".join(words)
+    return text[0].upper() + text[1:] + rng.choice(".?.!.")
+
+
+def turn_text(rng: random.Random, vocab: Vocabulary, role: str) -> str:
+    """A turn: a few sentences; replies are longer; one turn in a hundred is a long paste."""
+    if rng.random() < 0.01:
+        count = rng.randint(30, 80)
+    elif role == "user":
+        count = rng.randint(1, 3)
+    else:
+        count = rng.randint(2, 8)
+    return " ".join(sentence(rng, vocab) for _ in range(count))
+
+
+def generate_turns(
+    n: int, rng: random.Random, vocab: Vocabulary
+) -> tuple[list[TurnIn], list[TurnIn]]:
+    """``n`` turns in sessions of about 10 over 5 years, 5% of them in a second profile."""
+    sessions = max(1, n // 10)
+    span = YEARS * 365 * 86400
+    starts = sorted(rng.uniform(0, span) for _ in range(sessions))
+    main: list[TurnIn] = []
+    other: list[TurnIn] = []
+    made = 0
+    for s, offset in enumerate(starts):
+        length = n - made if s == sessions - 1 else max(2, min(40, int(rng.expovariate(0.1))))
+        length = min(length, n - made)
+        when = START + timedelta(seconds=offset)
+        target = other if rng.random() < 0.05 else main
+        for i in range(length):
+            role = "user" if i % 2 == 0 else "assistant"
+            when += timedelta(seconds=rng.randint(20, 240))
+            target.append(
+                TurnIn(
+                    role,
+                    turn_text(rng, vocab, role),
+                    when,
+                    model="claude-sonnet-5-5" if role == "assistant" else None,
+                    status="ok" if role == "assistant" else None,
+                )
+            )
+        made += length
+        if made >= n:
+            break
+    return main, other
+
+
+def build(folder: Path, n: int, seed: int = 7) -> dict[str, Any]:
+    """Generate a store of ``n`` turns in ``folder``; return build figures."""
+    rng = random.Random(seed)
+    vocab = vocabulary(rng)
+    main, other = generate_turns(n, rng, vocab)
+    path = folder / "rheo.db"
+    conn = db.open_store(path)
+    settings = Settings()
+    started = time.perf_counter()
+    done = import_turns(conn, PROFILE, main, gap_s=settings.gap_s)
+    import_turns(conn, OTHER, other, gap_s=settings.gap_s)
+    ingest_s = time.perf_counter() - started
+    first, last = done.first_id or 1, done.last_id or 1
+    user_ids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM turns WHERE profile = ? AND role = 'user' AND id % 7 = 0", (PROFILE,)
+        )
+    ]
+    statuses = ["superseded"] * 60 + ["evicted"] * 30 + ["retracted"] * 5 + ["done"] * 5
+    topics = [
+        f"{rng.choice(vocab.words[200:1200])} {rng.choice(vocab.words[200:3000])}"
+        for _ in range(3000)
+    ]
+    facts = []
+    for i in range(10_000):
+        source = rng.choice(user_ids) if user_ids else None
+        when = START + timedelta(seconds=rng.uniform(0, YEARS * 365 * 86400))
+        status = "active" if i >= 10_000 - 50 else rng.choice(statuses)
+        later = when + timedelta(days=rng.randint(1, 90))
+        history = tuple(
+            [("reinforced", when + timedelta(days=1), "mentioned again")] * rng.randint(0, 2)
+            + (
+                [(status if status != "done" else "done", later, "bench")]
+                if status != "active"
+                else []
+            )
+        )
+        facts.append(
+            ItemIn(
+                category=rng.choice(items.CATEGORIES),
+                topic=rng.choice(topics),
+                label=sentence(rng, vocab)[:200],
+                when=when,
+                source_turn_id=source,
+                confidence=round(rng.uniform(0.5, 1.0), 2),
+                reinforcements=1 + len(history),
+                pinned=rng.random() < 0.02,
+                status=status,
+                events=history,
+            )
+        )
+    import_items(conn, PROFILE, facts)
+    session_ids = [
+        r[0]
+        for r in conn.execute("SELECT id FROM sessions WHERE profile = ? ORDER BY id", (PROFILE,))
+    ]
+    for session_id in rng.sample(session_ids, min(1000, len(session_ids))):
+        ids = [t.id for t in ledger.session_turns(conn, PROFILE, session_id)]
+        digests.store_digest(
+            conn,
+            profile=PROFILE,
+            session_id=session_id,
+            narrative=" ".join(sentence(rng, vocab) for _ in range(3)),
+            facts=[],
+            procedures=[],
+            decisions=[sentence(rng, vocab)],
+            source_turn_ids=ids,
+            model="bench",
+            created_at="2026-11-01T00:00:00.000Z",
+        )
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    return {
+        "turns": n,
+        "ingest_s": ingest_s,
+        "ingest_turns_per_s": n / ingest_s,
+        "first_id": first,
+        "last_id": last,
+        "vocab": vocab,
+    }
+
+
+def _stats(values: list[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return {"min": ordered[0], "median": statistics.median(ordered), "p95": p95}
+
+
+def messages(vocab: Vocabulary, rng: random.Random) -> list[str]:
+    """Varied messages: follow-ups, questions with rare words or names, time expressions,
+    common words only, CJK, and a long paste."""
+    rare = vocab.words[2000:6000]
+    out = [
+        "thanks, that helps",
+        "and what about the other one?",
+        f"what did we discuss about {rng.choice(vocab.names)} last month?",
+        f"remind me about the {rng.choice(rare)} {rng.choice(rare)} plan",
+        f"when is the meeting with {rng.choice(vocab.names)} about {rng.choice(rare)}?",
+        "what did we talk about last week?",
+        f"{rng.choice(vocab.words[200:800])} {rng.choice(vocab.words[200:800])} idea",
+        "what should I cook for dinner with the kids this weekend?",
+        f"did I send the email to {rng.choice(vocab.names)} in March?",
+        "東京の会議はいつですか",
+        " ".join(sentence(rng, vocab) for _ in range(40)),
+    ]
+    out += [
+        f"{rng.choice(rare)} {rng.choice(vocab.words[100:1000])} {rng.choice(rare)}?"
+        for _ in range(9)
+    ]
+    return out
+
+
+def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, Any]:
+    """Context assembly, history search and memory list through the engine, in ms."""
+    rng = random.Random(11)
+    vocab: Vocabulary = info["vocab"]
+    conn = db.open_store(folder / "rheo.db")
+    settings = Settings()
+    last_ts = conn.execute("SELECT max(ts) FROM turns WHERE profile = ?", (PROFILE,)).fetchone()[0]
+    now = datetime.fromisoformat(last_ts.replace("Z", "+00:00")) + timedelta(minutes=5)
+    texts = messages(vocab, rng)
+    assembly: list[float] = []
+    for _ in range(runs):
+        for text in texts:
+            started = time.perf_counter()
+            context.assemble(conn, profile=PROFILE, message=text, now=now, settings=settings)
+            assembly.append((time.perf_counter() - started) * 1000)
+    queries = [rng.choice(vocab.words[1500:6000]) for _ in range(6)] + [
+        rng.choice(vocab.names),
+        "meeting",
+        "project plan",
+        '"the meeting"',
+    ]
+    search: list[float] = []
+    for _ in range(runs):
+        for q in queries:
+            started = time.perf_counter()
+            ledger.search_turns(conn, PROFILE, q, limit=20)
+            search.append((time.perf_counter() - started) * 1000)
+    listing: list[float] = []
+    for _ in range(runs * 5):
+        started = time.perf_counter()
+        found = items.list_items(conn, PROFILE)
+        [i.to_json(now, settings) for i in found]
+        listing.append((time.perf_counter() - started) * 1000)
+    conn.close()
+    size = sum(p.stat().st_size for p in folder.glob("rheo.db*"))
+    return {
+        "context_ms": _stats(assembly),
+        "search_ms": _stats(search),
+        "memory_list_ms": _stats(listing),
+        "db_bytes": size,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, int, float]:
+    """Run a command; return (wall seconds, exit status, peak RSS MB)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - started
+    if proc.returncode != 0:
+        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}: {err[-300:]}")
+    if proc.stderr:
+        proc.stderr.close()
+    return wall, proc.returncode, usage.ru_maxrss / 1024
+
+
+def process_measures(folder: Path, runs: int, llm: str | None) -> dict[str, Any]:
+    """Whole-process wall times of rheo commands, and rheo ask vs llm on the fake API."""
+    from fakeapi import FakeAnthropic, text
+
+    rheo = [sys.executable, "-m", "rheo_cli"]
+    exe = shutil.which("rheo", path=str(Path(sys.executable).parent))
+    if exe:
+        rheo = [exe]
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("RHEO_", "ANTHROPIC_"))}
+    env = {**base_env, "RHEO_HOME": str(folder), "RHEO_WORKER": "off", "NO_COLOR": "1"}
+    out: dict[str, Any] = {}
+    for name, args in (
+        ("help", ["--help"]),
+        ("memory_list", ["memory", "list"]),
+        ("history_search", ["history", "search", "meeting"]),
+    ):
+        walls = [_run(rheo + args, env)[0] * 1000 for _ in range(runs)]
+        out[f"{name}_ms"] = _stats(walls)
+    with FakeAnthropic() as api:
+        api.default = text("A short reply from the fake API.")
+        ask_env = {**env, "ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "bench-key"}
+        to_request, totals, rss = [], [], []
+        for n in range(runs):
+            before = len(api.requests)
+            started = time.monotonic()
+            wall, _, peak = _run(
+                rheo + ["ask", f"what did we decide about the meeting {n}?"], ask_env
+            )
+            request = api.requests[before]
+            to_request.append((request.received_at - started) * 1000)
+            totals.append(wall * 1000)
+            rss.append(peak)
+        out["ask_to_request_ms"] = _stats(to_request)
+        out["ask_total_ms"] = _stats(totals)
+        out["ask_peak_rss_mb"] = _stats(rss)
+        if llm:
+            llm_env = {
+                **base_env,
+                "ANTHROPIC_BASE_URL": api.base_url,
+                "ANTHROPIC_API_KEY": "bench-key",
+                "LLM_USER_PATH": str(folder / "llm"),
+            }
+            llm_totals, llm_req = [], []
+            for n in range(runs):
+                before = len(api.requests)
+                started = time.monotonic()
+                wall, _, _ = _run(
+                    [
+                        llm,
+                        "-m",
+                        "claude-sonnet-4.5",
+                        "--no-log",
+                        f"what did we decide about the meeting {n}?",
+                    ],
+                    llm_env,
+                )
+                llm_req.append((api.requests[before].received_at - started) * 1000)
+                llm_totals.append(wall * 1000)
+            out["llm_to_request_ms"] = _stats(llm_req)
+            out["llm_total_ms"] = _stats(llm_totals)
+            out["ask_vs_llm_ratio"] = statistics.median(totals) / statistics.median(llm_totals)
+    return out
+
+
+def sdk_import_ms(runs: int) -> dict[str, float]:
+    """How long ``import anthropic`` takes in a fresh interpreter (ms)."""
+    walls = []
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import anthropic"], check=True)
+        walls.append((time.monotonic() - started) * 1000)
+    bare = []
+    for _ in range(runs):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        bare.append((time.monotonic() - started) * 1000)
+    return {"import_anthropic_ms": statistics.median(walls) - statistics.median(bare)}
+
+
+def _fmt(stat: dict[str, float]) -> str:
+    return f"{stat['min']:8.2f} {stat['median']:8.2f} {stat['p95']:8.2f}"
+
+
+def print_table(size: int, r: dict[str, Any]) -> None:
+    """One table for one store size."""
+    print(f"\n{size:,} turns")
+    print(f"{'measure':<34} {'min':>8} {'median':>8} {'p95':>8}")
+    print("-" * 62)
+    print(f"{'ingest (turns/s)':<34} {r['ingest_turns_per_s']:>26,.0f}")
+    for key, label in (
+        ("context_ms", "context assembly (ms)"),
+        ("search_ms", "history search (ms)"),
+        ("memory_list_ms", "memory list (ms)"),
+        ("help_ms", "rheo --help, whole (ms)"),
+        ("memory_list_ms_proc", "rheo memory list, whole (ms)"),
+        ("history_search_ms", "rheo history search, whole (ms)"),
+        ("ask_to_request_ms", "rheo ask: start -> request (ms)"),
+        ("ask_total_ms", "rheo ask, whole (ms)"),
+        ("ask_peak_rss_mb", "rheo ask peak RSS (MB)"),
+        ("llm_to_request_ms", "llm: start -> request (ms)"),
+        ("llm_total_ms", "llm, whole (ms)"),
+    ):
+        if key in r:
+            print(f"{label:<34} {_fmt(r[key])}")
+    if "ask_vs_llm_ratio" in r:
+        print(f"{'rheo ask / llm (median, whole)':<34} {r['ask_vs_llm_ratio']:>26.2f}")
+    print(f"{'database on disk (MB)':<34} {r['db_bytes'] / 1e6:>26.1f}")
+    print(f"{'bench process peak RSS (MB)':<34} {r['peak_rss_mb']:>26.1f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--size",
+        type=int,
+        action="append",
+        help="store size in turns (repeatable; default 10k, 100k and 1M)",
+    )
+    parser.add_argument("--runs", type=int, default=5, help="repetitions of each measure")
+    parser.add_argument(
+        "--llm",
+        default=shutil.which("llm"),
+        help="path of the llm CLI to compare with (default: on PATH)",
+    )
+    parser.add_argument("--keep", type=Path, help="build stores here and keep them")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    sizes = tuple(args.size or SIZES)
+    if any(n < 100 for n in sizes) or args.runs < 1:
+        print("scale: --size must be at least 100 and --runs at least 1", file=sys.stderr)
+        return 2
+    results: dict[str, Any] = {"sdk": sdk_import_ms(args.runs), "sizes": {}}
+    for size in sizes:
+        holder = tempfile.TemporaryDirectory(prefix=f"rheo-scale-{size}-")
+        folder = (args.keep / str(size)) if args.keep else Path(holder.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / "rheo.db").exists():
+            info = build(folder, size)
+        else:
+            info = {
+                "turns": size,
+                "ingest_turns_per_s": float("nan"),
+                "vocab": vocabulary(random.Random(7)),
+            }
+        r: dict[str, Any] = {"ingest_turns_per_s": info["ingest_turns_per_s"]}
+        r.update(engine_measures(folder, info, args.runs))
+        proc = process_measures(folder, args.runs, args.llm)
+        proc["memory_list_ms_proc"] = proc.pop("memory_list_ms")
+        r.update(proc)
+        results["sizes"][str(size)] = r
+        holder.cleanup()
+        if not args.json:
+            print_table(size, r)
+    if args.json:
+        flat = {
+            size: {
+                "ingest_turns_per_s": round(r["ingest_turns_per_s"], 1),
+                "context_p50_ms": round(r["context_ms"]["median"], 3),
+                "context_p95_ms": round(r["context_ms"]["p95"], 3),
+                "search_p50_ms": round(r["search_ms"]["median"], 3),
+                "search_p95_ms": round(r["search_ms"]["p95"], 3),
+                "db_bytes": r["db_bytes"],
+                "peak_rss_mb": round(r["peak_rss_mb"], 1),
+                "detail": {k: v for k, v in r.items() if isinstance(v, dict | float | int)},
+            }
+            for size, r in results["sizes"].items()
+        }
+        print(json.dumps({"sdk": results["sdk"], "sizes": flat}, indent=2))
+    else:
+        print(f"\nimport anthropic alone: {results['sdk']['import_anthropic_ms']:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""The ``rheo`` console script: start importing the model SDK at once when a model call is
+coming (``rheo``, ``rheo ask``, ``rheo chat``), so that its ~1 s import overlaps loading the
+command line, opening the store and assembling the context; then run the command line."""
+
+from __future__ import annotations
+
+import sys
+
+_VALUE_OPTIONS = {"-p", "--profile", "-m", "--model"}
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` ("" for none), or None when help is asked for."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-h", "--help"):
+            return None
+        if arg in _VALUE_OPTIONS:
+            skip = True
+            continue
+        if not arg.startswith("-"):
+            return arg
+    return ""
+
+
+def main() -> None:
+    """Entry point of the ``rheo`` script."""
+    if command_of(sys.argv[1:]) in ("", "ask", "chat"):
+        from .providers.anthropic_api import preload
+
+        preload()
+    from .cli.main import main as cli_main
+
+    cli_main()
