@@ -20,6 +20,7 @@ Nothing leaves the machine: the model calls go to ``tests/fakeapi.py`` on 127.0.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -74,7 +75,7 @@ class Vocabulary:
     """Words drawn with Zipf-like weights, plus names."""
 
     words: list[str]
-    weights: list[float]
+    cum_weights: list[float]
     names: list[str]
 
 
@@ -84,13 +85,13 @@ def vocabulary(rng: random.Random) -> Vocabulary:
     words = COMMON + [w for w in invented if w not in COMMON][:6000]
     weights = [1.0 / (rank + 1) ** 1.05 for rank in range(len(words))]
     names = list(dict.fromkeys(_word(rng, 2).capitalize() for _ in range(400)))[:300]
-    return Vocabulary(words, weights, names)
+    return Vocabulary(words, list(itertools.accumulate(weights)), names)
 
 
 def sentence(rng: random.Random, vocab: Vocabulary) -> str:
     """One sentence of 4-18 words, sometimes with a name or a number."""
     n = rng.randint(4, 18)
-    words = rng.choices(vocab.words, vocab.weights, k=n)
+    words = rng.choices(vocab.words, cum_weights=vocab.cum_weights, k=n)
     if rng.random() < 0.25:
         words[rng.randrange(n)] = rng.choice(vocab.names)
     if rng.random() < 0.1:
@@ -114,15 +115,16 @@ def generate_turns(
     n: int, rng: random.Random, vocab: Vocabulary
 ) -> tuple[list[TurnIn], list[TurnIn]]:
     """``n`` turns in sessions of about 10 over 5 years, 5% of them in a second profile."""
-    sessions = max(1, n // 10)
+    lengths: list[int] = []
+    planned = 0
+    while planned < n:
+        lengths.append(min(max(2, min(40, int(rng.expovariate(0.1)))), n - planned))
+        planned += lengths[-1]
     span = YEARS * 365 * 86400
-    starts = sorted(rng.uniform(0, span) for _ in range(sessions))
+    starts = sorted(rng.uniform(0, span) for _ in lengths)
     main: list[TurnIn] = []
     other: list[TurnIn] = []
-    made = 0
-    for s, offset in enumerate(starts):
-        length = n - made if s == sessions - 1 else max(2, min(40, int(rng.expovariate(0.1))))
-        length = min(length, n - made)
+    for length, offset in zip(lengths, starts, strict=True):
         when = START + timedelta(seconds=offset)
         target = other if rng.random() < 0.05 else main
         for i in range(length):
@@ -137,9 +139,6 @@ def generate_turns(
                     status="ok" if role == "assistant" else None,
                 )
             )
-        made += length
-        if made >= n:
-            break
     return main, other
 
 
