@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from .db import write
 from .errors import NotFound
@@ -24,9 +25,14 @@ class Digest:
     facts: list[Any]
     procedures: list[str]
     decisions: list[str]
-    source_turn_ids: list[int]
+    source_turns: TurnIds
     model: str | None
     created_at: str
+
+    @property
+    def source_turn_ids(self) -> list[int]:
+        """The ids of the session's turns the digest summarises."""
+        return list(self.source_turns)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape of a digest."""
@@ -43,6 +49,41 @@ class Digest:
             "model": self.model,
             "created_at": self.created_at,
         }
+
+
+class TurnIds(Sequence[int]):
+    """A digest's source turn ids, parsed from their stored JSON only when first read (a long
+    session's list is thousands of ids that context assembly rarely needs)."""
+
+    def __init__(self, stored: str) -> None:
+        self._stored = stored
+        self._ids: list[int] | None = None
+
+    def _load(self) -> list[int]:
+        if self._ids is None:
+            self._ids = [int(i) for i in _list(self._stored) if isinstance(i, int)]
+        return self._ids
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int]: ...
+
+    def __getitem__(self, index: int | slice) -> int | Sequence[int]:
+        return self._load()[index]
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._load())
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._stored)
 
 
 def _list(text: str) -> list[Any]:
@@ -65,7 +106,7 @@ def row_to_digest(row: sqlite3.Row) -> Digest:
         facts=_list(row["facts"]),
         procedures=[str(p) for p in _list(row["procedures"])],
         decisions=[str(d) for d in _list(row["decisions"])],
-        source_turn_ids=[int(i) for i in _list(row["source_turn_ids"]) if isinstance(i, int)],
+        source_turns=TurnIds(row["source_turn_ids"]),
         model=row["model"],
         created_at=row["created_at"],
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .tokens import estimate
@@ -33,7 +34,7 @@ class Line:
     rank: float
     order: tuple[float, ...] = ()
     why: str = ""
-    turn_ids: tuple[int, ...] = ()
+    turn_ids: Sequence[int] = ()
 
     @property
     def tokens(self) -> int:

@@ -11,10 +11,11 @@ keeps this fast.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .normalize import _stem, _strip_accents
@@ -89,7 +90,20 @@ class Scorer:
         if self.pattern is None:
             return []
         found = set(self.pattern.findall(fold(text)))
-        return [t for stem in found for t in self.by_stem.get(stem, ())]
+        return [t for stem, terms in self.by_stem.items() if stem in found for t in terms]
+
+    def counter(self, text: str) -> Callable[[int, int], int]:
+        """``hits(start, end)``: how many query-word matches lie in ``text[start:end]``.
+
+        ASCII text is scanned once (folding keeps its offsets); other text per span."""
+        if self.pattern is None:
+            return lambda start, end: 0
+        if text.isascii():
+            positions = [m.start() for m in self.pattern.finditer(text.casefold())]
+            return lambda start, end: (
+                bisect.bisect_left(positions, end) - bisect.bisect_left(positions, start)
+            )
+        return lambda start, end: len(self.matched(text[start:end]))
 
     def score(self, text: str, bm25: float = 0.0) -> tuple[float, list[str], list[str]]:
         """``(score, matched words, matched phrases)`` of ``text``; ``bm25`` is the text's

@@ -22,8 +22,10 @@ from .relevance import Scorer
 from .render import clip, entry, snippet
 from .timeutil import from_stored, to_stored
 
-CANDIDATES = 60
+CANDIDATES = 40
 """Turns taken from the word index before re-ranking."""
+CANDIDATE_SLACK = 20
+"""Extra candidates read, for those that turn out to be another profile's."""
 COMMON_DF = 2000
 """A word in more turns than this is common: it does not choose candidates (reading its
 postings would cost time that grows with the ledger)."""
@@ -111,13 +113,13 @@ def _word_hits(
     total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0]) or 1
     scores: dict[int, float] = {}
     common: list[str] = []
+    plain = conn.cursor()
+    plain.row_factory = None  # plain tuples: thousands of rowids, no Row objects
     for term, word in words:
-        rowids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?", (word, COMMON_DF + 1)
-            )
-        ]
+        plain.execute(
+            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?", (word, COMMON_DF + 1)
+        )
+        rowids = [r[0] for r in plain.fetchall()]
         df = max(len(rowids), total // 20) if len(rowids) > COMMON_DF else len(rowids)
         idf = math.log((total + 1) / (df + 0.5))
         idfs[term] = idf
@@ -127,7 +129,7 @@ def _word_hits(
         for rowid in rowids:
             scores[rowid] = scores.get(rowid, 0.0) + idf
     if scores:
-        best = sorted(scores.items(), key=lambda kv: -kv[1])[: CANDIDATES + 50]
+        best = sorted(scores.items(), key=lambda kv: -kv[1])[: CANDIDATES + CANDIDATE_SLACK]
         top = best[0][1] or 1.0
         chosen = {rowid: value / top for rowid, value in best}
     elif common:
@@ -291,6 +293,7 @@ def collect(
     budget: int,
     skip_turns: set[int],
     skip_digests: set[int],
+    query: Query | None = None,
 ) -> list[Line]:
     """Candidate RELEVANT HISTORY lines for ``message``, best ranked highest.
 
@@ -298,7 +301,7 @@ def collect(
     ``[2026-05-01 session summary] narrative``. ``skip_turns``/``skip_digests`` are what other
     sections already carry. Ranks are 1 + the retrieval score (higher is better).
     """
-    q = analyse(message, now)
+    q = query if query is not None else analyse(message, now)
     if q.empty:
         return []
     hits: dict[int, _Hit] = {}
@@ -313,10 +316,10 @@ def collect(
     for hit in hits.values():
         _score(hit, q, scorer)
     if DIGEST_SESSION_WEIGHT:
-        for session_id, weight in {d.session_id: w for d, w in digest_hits}.items():
-            for hit in hits.values():
-                if hit.session_id == session_id:
-                    hit.score += DIGEST_SESSION_WEIGHT * weight
+        weights = {d.session_id: w for d, w in digest_hits}
+        for hit in hits.values():
+            if hit.session_id in weights:
+                hit.score += DIGEST_SESSION_WEIGHT * weights[hit.session_id]
     _neighbours(conn, profile, hits)
     if SESSION_DECAY < 1.0:
         seen: dict[int, int] = {}
@@ -336,7 +339,7 @@ def collect(
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
         when = _local(hit.ts, tz) if WITH_TIME else _local(hit.ts, tz)[:10]
         prefix = f"[{when} #{hit.turn_id}] {hit.role}{mark}: "
-        body = snippet(hit.content, per_line, lambda text: len(scorer.matched(text)))
+        body = snippet(hit.content, per_line, scorer.counter(hit.content))
         lines.append(
             Line(
                 text=entry(prefix, body),
@@ -402,7 +405,7 @@ def _digest_lines(
                 rank=0.9 + 0.8 * score,
                 order=(from_stored(d.ended_at).timestamp(), 0.0),
                 why=f"digest of session #{d.session_id} matched",
-                turn_ids=tuple(d.source_turn_ids),
+                turn_ids=d.source_turns,
             )
         )
     return lines

@@ -61,23 +61,31 @@ def clip(text: str, max_tokens: int, *, marker: str = "") -> str:
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|\n+")
 
 
-def snippet(text: str, max_tokens: int, hits: Callable[[str], int]) -> str:
+def snippet(text: str, max_tokens: int, hits: Callable[[int, int], int]) -> str:
     """``text`` cut to about ``max_tokens`` by keeping the sentences with the most ``hits``
-    (query words found, as counted by the caller), in their original order, with ``…`` where
-    text was left out. Text within the limit is returned unchanged; with no matching
-    sentence, the head and tail are kept (`clip`).
+    (``hits(start, end)``: query words found in ``text[start:end]``, counted by the caller),
+    in their original order, with ``…`` where text was left out. Text within the limit is
+    returned unchanged; with no matching sentence, the head and tail are kept (`clip`).
     """
     if estimate(text) <= max_tokens:
         return text
-    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
-    counts = [hits(s) for s in sentences]
-    order = sorted(range(len(sentences)), key=lambda i: (-counts[i], i))
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for boundary in _SENTENCE.finditer(text):
+        if text[start : boundary.start()].strip():
+            spans.append((start, boundary.start()))
+        start = boundary.end()
+    if text[start:].strip():
+        spans.append((start, len(text)))
+    counts = [hits(a, b) for a, b in spans]
+    order = sorted(range(len(spans)), key=lambda i: (-counts[i], i))
     chosen: list[int] = []
     used = 0
     for i in order:
         if chosen and not counts[i]:
             break
-        cost = estimate(sentences[i]) + 1
+        a, b = spans[i]
+        cost = estimate(text[a:b]) + 1
         if used + cost > max_tokens:
             continue
         chosen.append(i)
@@ -90,8 +98,9 @@ def snippet(text: str, max_tokens: int, hits: Callable[[str], int]) -> str:
     for i in chosen:
         if i != last + 1:
             parts.append("…")
-        parts.append(sentences[i].strip())
+        a, b = spans[i]
+        parts.append(text[a:b].strip())
         last = i
-    if last != len(sentences) - 1:
+    if last != len(spans) - 1:
         parts.append("…")
     return " ".join(parts)

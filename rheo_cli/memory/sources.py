@@ -14,7 +14,7 @@ from . import items as item_store
 from . import ledger, relevant
 from .errors import NotFound
 from .lines import CURRENT_MEMORY, CURRENT_SESSION, EPISODIC, OPEN_ITEMS, RELEVANT_HISTORY, Line
-from .query import analyse
+from .query import Query, analyse
 from .relevance import COVERAGE_WEIGHT, Scorer
 from .render import INDENT, clip, entry
 from .settings import Settings
@@ -38,10 +38,13 @@ def collect(
 ) -> dict[str, list[Line]]:
     """Candidate lines for every section, keyed by section name (see `context.ORDER`)."""
     active = item_store.list_items(conn, profile, statuses=("active",))
+    query = analyse(message, now)
     out = {
         OPEN_ITEMS: open_item_lines(active, now, tz, budget),
         EPISODIC: episodic_lines(conn, profile, tz, settings, budget),
-        CURRENT_MEMORY: memory_lines(conn, profile, active, message, now, tz, settings, budget),
+        CURRENT_MEMORY: memory_lines(
+            conn, profile, active, message, now, tz, settings, budget, query=query
+        ),
         CURRENT_SESSION: [],
     }
     if session_id is not None:
@@ -56,6 +59,7 @@ def collect(
         conn,
         profile=profile,
         message=message,
+        query=query,
         now=now,
         tz=tz,
         budget=budget,
@@ -164,7 +168,7 @@ def episodic_lines(
                 rank=1.5 - 0.1 * n,
                 order=(float(n),),
                 why=f"digest of session #{digest.session_id}",
-                turn_ids=tuple(digest.source_turn_ids),
+                turn_ids=digest.source_turns,
             )
         )
     return lines
@@ -179,6 +183,8 @@ def memory_lines(
     tz: tzinfo | None,
     settings: Settings,
     budget: int,
+    *,
+    query: Query | None = None,
 ) -> list[Line]:
     """Active facts: those whose topic or content match the message first (FTS5 over items,
     seed 2's topic-match boosting, graded by `relevance`), then by effective confidence.
@@ -187,7 +193,7 @@ def memory_lines(
     ranks below 1, by confidence, and takes only budget nobody more relevant needs.
     """
     facts = [i for i in active if i.category != "open_item"]
-    query = analyse(message, now)
+    query = query if query is not None else analyse(message, now)
     scorer = Scorer.for_pool(query, (f"{i.topic} {i.content_text()}" for i in facts))
     # Active facts are few (the cap): each is scored directly; the FTS index over items
     # narrows them first only past a few hundred.
