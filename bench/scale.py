@@ -299,19 +299,25 @@ def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, 
     }
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[float, int, float]:
-    """Run a command; return (wall seconds, exit status, peak RSS MB)."""
+GNU_TIME = "/usr/bin/time" if Path("/usr/bin/time").exists() else None
+
+
+def _run(argv: list[str], env: dict[str, str], *, rss: bool = False) -> tuple[float, float]:
+    """Run a command; return (wall seconds, peak RSS MB or NaN).
+
+    The peak RSS comes from GNU time (a child forked by this big process would report this
+    process's memory as its own), so it is NaN where /usr/bin/time is missing."""
+    wrapped = [GNU_TIME, "-f", "%M", *argv] if rss and GNU_TIME else argv
     started = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc = subprocess.run(wrapped, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.monotonic() - started
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
-        err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         raise RuntimeError(f"{' '.join(argv[:3])}... exited {proc.returncode}: {err[-300:]}")
-    if proc.stderr:
-        proc.stderr.close()
-    return wall, proc.returncode, usage.ru_maxrss / 1024
+    peak = float("nan")
+    if rss and GNU_TIME:
+        peak = int(err.strip().splitlines()[-1]) / 1024
+    return wall, peak
 
 
 def process_measures(folder: Path, runs: int, llm: str | None) -> dict[str, Any]:
@@ -339,8 +345,8 @@ def process_measures(folder: Path, runs: int, llm: str | None) -> dict[str, Any]
         for n in range(runs):
             before = len(api.requests)
             started = time.monotonic()
-            wall, _, peak = _run(
-                rheo + ["ask", f"what did we decide about the meeting {n}?"], ask_env
+            wall, peak = _run(
+                rheo + ["ask", f"what did we decide about the meeting {n}?"], ask_env, rss=True
             )
             request = api.requests[before]
             to_request.append((request.received_at - started) * 1000)
@@ -360,7 +366,7 @@ def process_measures(folder: Path, runs: int, llm: str | None) -> dict[str, Any]
             for n in range(runs):
                 before = len(api.requests)
                 started = time.monotonic()
-                wall, _, _ = _run(
+                wall, _ = _run(
                     [
                         llm,
                         "-m",

@@ -229,3 +229,14 @@ def test_search_ranks_the_newest_window_first_then_older(conn, monkeypatch):
     assert [t.id for t, _ in ledger.search_turns(conn, "default", "quince")] == [3]
     both = ledger.search_turns(conn, "default", "apple", limit=8)
     assert len(both) == 8 and {t.id for t, _ in both[:5]} == {16, 17, 18, 19, 20}
+
+
+def test_too_common_a_query_lists_the_newest_matches_of_the_profile(conn, monkeypatch):
+    monkeypatch.setattr(ledger, "RANKED_MAX", 3)
+    for n in range(10):
+        add(conn, f"common word {n}", T0 + timedelta(minutes=n), profile="mine")
+    for n in range(300):  # a newer, busier profile
+        add(conn, f"common word theirs {n}", T0 + timedelta(hours=5, minutes=n), profile="other")
+    found = ledger.search_turns(conn, "mine", "common", limit=4)
+    assert [t.content for t, _ in found] == [f"common word {n}" for n in (9, 8, 7, 6)]
+    assert all(t.profile == "mine" for t, _ in found)

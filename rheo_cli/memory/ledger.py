@@ -98,6 +98,8 @@ _COLUMNS = (
 _T_COLUMNS = ", ".join("t." + c.strip() for c in _COLUMNS.split(","))
 SEARCH_WINDOW = 100_000
 """History search ranks the newest this-many turns first (see `search_turns`)."""
+RANKED_MAX = 5_000
+"""A search matching more turns than this (in the window) lists the newest, unranked."""
 
 
 def _row_to_turn(row: sqlite3.Row) -> Turn:
@@ -274,7 +276,8 @@ def search_turns(
 
     Ranking every match of a common word costs time that grows with the ledger, so the best
     matches among the newest `SEARCH_WINDOW` turns come first, then, when those are fewer than
-    ``limit``, the best older ones.
+    ``limit``, the best older ones; and a query matching more than `RANKED_MAX` of those turns
+    (``the``) lists its newest matches instead of ranking them all.
     """
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
@@ -285,12 +288,52 @@ def search_turns(
         f"SELECT {_T_COLUMNS}, f.rank AS score FROM turns_fts f JOIN turns t ON t.id = f.rowid "
         "WHERE turns_fts MATCH ? AND f.rowid {cmp} ? AND t.profile = ? ORDER BY f.rank LIMIT ?"
     )
+    probe = conn.cursor()
+    probe.row_factory = None
+    probe.execute(
+        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid > ? LIMIT ?",
+        (expr, cutoff, RANKED_MAX + 1),
+    )
+    if len(probe.fetchall()) > RANKED_MAX:
+        return _newest_matches(conn, profile, expr, limit)
     rows = conn.execute(sql.format(cmp=">"), (expr, cutoff, profile, limit)).fetchall()
     if len(rows) < limit and cutoff > 0:
         rows += conn.execute(
             sql.format(cmp="<="), (expr, cutoff, profile, limit - len(rows))
         ).fetchall()
     return [(_row_to_turn(r), float(r["score"])) for r in rows]
+
+
+def _newest_matches(
+    conn: sqlite3.Connection, profile: str, expr: str, limit: int
+) -> list[tuple[Turn, float]]:
+    """The profile's newest turns matching ``expr``, for queries too common to rank: walks
+    the profile's turns newest first (its index) a page at a time and keeps those the FTS
+    index holds within the page's id range. Score 0.0: not ranked."""
+    found: list[tuple[Turn, float]] = []
+    below = None
+    plain = conn.cursor()
+    plain.row_factory = None
+    for _ in range(100):
+        sql = f"SELECT {_COLUMNS} FROM turns WHERE profile = ?"
+        args: list[Any] = [profile]
+        if below is not None:
+            sql += " AND id < ?"
+            args.append(below)
+        page = conn.execute(sql + " ORDER BY id DESC LIMIT 200", args).fetchall()
+        if not page:
+            break
+        low, high = page[-1]["id"], page[0]["id"]
+        plain.execute(
+            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid BETWEEN ? AND ?",
+            (expr, low, high),
+        )
+        hits = {r[0] for r in plain.fetchall()}
+        found.extend((_row_to_turn(r), 0.0) for r in page if r["id"] in hits)
+        if len(found) >= limit:
+            break
+        below = low
+    return found[:limit]
 
 
 def count_turns(conn: sqlite3.Connection, profile: str) -> int:
