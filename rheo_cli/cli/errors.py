@@ -9,7 +9,7 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 
@@ -54,11 +54,12 @@ def database_message(exc: sqlite3.Error) -> str:
     return f"database error: {text}"
 
 
-def quiet_stdout() -> None:
-    """Point stdout at /dev/null (after the reader went away) so nothing more fails."""
+def quiet_stdout(stream: Any = None) -> None:
+    """Point ``stream`` (stdout) at /dev/null after its reader went away, so that nothing
+    written later, nor the flush at exit, fails."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, (stream or sys.stdout).fileno())
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass

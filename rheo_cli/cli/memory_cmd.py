@@ -218,14 +218,7 @@ def _state_change(action: str, item_id: int, profile: str | None, json_out: bool
     from ..memory import remember
 
     rt = runtime_for(profile)
-    change = {
-        "pin": remember.pin,
-        "unpin": remember.unpin,
-        "forget": remember.forget,
-        "resolve": remember.resolve,
-        "done": remember.mark_done,
-    }[action]
-    item = change(rt.conn, rt.profile, item_id, rt.now())
+    item = remember.CHANGES[action](rt.conn, rt.profile, item_id, rt.now())
     if json_out:
         print_json(item.to_json(rt.now(), rt.settings))
         return

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, TextIO
 
@@ -140,10 +139,7 @@ class ReplyWriter:
             self.pipe_closed = True
 
     def _close_pipe(self) -> None:
+        from .errors import quiet_stdout
+
         self.pipe_closed = True
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, self.out.fileno())
-            os.close(devnull)
-        except (OSError, ValueError, AttributeError):
-            pass
+        quiet_stdout(self.out)

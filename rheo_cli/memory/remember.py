@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -577,3 +578,13 @@ def supersede_chain(conn: sqlite3.Connection, profile: str, item_id: int) -> lis
         cursor = get_item(conn, profile, cursor.superseded_by)
         newer.append(cursor)
     return sorted(older, key=lambda i: i.id) + [item] + newer
+
+
+CHANGES: dict[str, Callable[[sqlite3.Connection, str, int, datetime], MemoryItem]] = {
+    "pin": pin,
+    "unpin": unpin,
+    "forget": forget,
+    "resolve": resolve,
+    "done": mark_done,
+}
+"""The state changes a person can make to an item, by command name: (conn, profile, id, now)."""

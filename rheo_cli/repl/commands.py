@@ -153,14 +153,7 @@ def _change(action: str) -> Callable[[ReplState, str], None]:
         if item_id is None:
             state.say(f"usage: /{action} ID")
             return
-        change = {
-            "pin": remember.pin,
-            "unpin": remember.unpin,
-            "forget": remember.forget,
-            "resolve": remember.resolve,
-            "done": remember.mark_done,
-        }[action]
-        item = change(state.rt.conn, state.rt.profile, item_id, state.rt.now())
+        item = remember.CHANGES[action](state.rt.conn, state.rt.profile, item_id, state.rt.now())
         state.say(f"#{item.id} {action}: {preview(item.content_text(), 80)}")
 
     return handler
