@@ -7,6 +7,7 @@ with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from .providers.base import (
 )
 from .runtime import Runtime
 
+_SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_TOOL_ROUNDS = 6
 RECORD_ATTEMPTS = 4
 """Tries at storing a reply while another process holds the database (each waits the busy
@@ -230,9 +232,11 @@ class Assistant:
                 finished: Finished | None = None
                 for event in backend.stream(request):
                     if isinstance(event, TextDelta):
-                        parts.append(event.text)
+                        # A lone surrogate cannot be stored or printed: replace it.
+                        delta = _SURROGATES.sub("\ufffd", event.text)
+                        parts.append(delta)
                         if on_text is not None:
-                            on_text(event.text)
+                            on_text(delta)
                     elif isinstance(event, ToolCall):
                         pending.append(event)
                     elif isinstance(event, Finished):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, tzinfo
 
 from .errors import UsageError
 from .memory.errors import InvalidInput
@@ -18,12 +18,29 @@ from .memory.timeutil import local_zone, parse_instant
 Clock = Callable[[], datetime]
 
 
+def system_zone(environ: dict[str, str] | None = None) -> tzinfo:
+    """The machine's time zone with its daylight-saving rules (``TZ`` or /etc/localtime), so
+    that an old turn is shown at the offset it had then; a fixed offset if neither reads."""
+    env = os.environ if environ is None else environ
+    try:
+        from zoneinfo import ZoneInfo
+
+        key = env.get("TZ", "").lstrip(":").strip()
+        if key:
+            return ZoneInfo(key)
+        with open("/etc/localtime", "rb") as handle:
+            return ZoneInfo.from_file(handle, key="localtime")
+    except Exception:  # noqa: BLE001 - any failure falls back to today's fixed offset
+        return local_zone()
+
+
 def from_env(environ: dict[str, str] | None = None) -> Clock:
     """A clock function returning aware datetimes; raises UsageError for a bad ``RHEO_NOW``."""
     env = os.environ if environ is None else environ
     raw = env.get("RHEO_NOW", "").strip()
     if not raw:
-        return lambda: datetime.now().astimezone()
+        zone = system_zone(env)
+        return lambda: datetime.now(zone)
     try:
         fixed = parse_instant(raw, default_tz=local_zone())
     except InvalidInput as exc:

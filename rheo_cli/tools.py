@@ -15,8 +15,9 @@ from .memory import items as item_store
 from .memory import ledger
 from .memory.facts_json import read_fact
 from .memory.items import CATEGORIES
-from .memory.pins import wants_pin
-from .memory.remember import remember
+from .memory.pins import own_words, wants_pin
+from .memory.remember import remember, writes_from_turn
+from .memory.render import entry
 from .providers.base import ToolCall, ToolSpec
 from .runtime import Runtime
 
@@ -78,12 +79,18 @@ CHAT_SEARCH = ToolSpec(
 SPECS = [WRITE_MEMORY, MEMORY_SEARCH, CHAT_SEARCH]
 
 
+MAX_WRITES_PER_TURN = 5
+"""At most this many facts one turn's tool calls may write (a runaway loop evicts nothing)."""
+
+
 def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+    if writes_from_turn(rt.conn, turn.id) >= MAX_WRITES_PER_TURN:
+        return f"not stored: at most {MAX_WRITES_PER_TURN} memories per message"
     notes: list[str] = []
     candidate = read_fact(data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content)
     if candidate is None:
         return "not stored: " + "; ".join(notes)
-    fact = replace(candidate.fact, pinned=wants_pin(turn.content))
+    fact = replace(candidate.fact, pinned=wants_pin(own_words(turn.content)))
     outcome = remember(
         rt.conn,
         fact,
@@ -97,13 +104,17 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
 
 def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     query = str(data.get("query", ""))
-    found = item_store.search_items(rt.conn, turn.profile, query, statuses=None, limit=10)
+    statuses = ("active", "superseded", "evicted", "done")  # never what the person retracted
+    found = item_store.search_items(rt.conn, turn.profile, query, statuses=statuses, limit=10)
     if not found:
         return "no stored facts match"
     now = rt.now()
     return "\n".join(
-        f"#{i.id} ({i.category}, {i.status}, confidence {i.effective(now, rt.settings):.2f}, "
-        f"since {i.created_at[:10]}) {i.content_text()}"
+        entry(
+            f"#{i.id} ({i.category}, {i.status}, confidence {i.effective(now, rt.settings):.2f}, "
+            f"since {i.created_at[:10]}) ",
+            i.content_text(),
+        )
         for i, _ in found
     )
 
@@ -119,7 +130,7 @@ def _chat_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     if not found:
         return "no earlier turns match"
     return "\n".join(
-        f"#{t.id} [{t.ts[:16].replace('T', ' ')} UTC] {t.role}: {' '.join(t.content.split())[:400]}"
+        entry(f"#{t.id} [{t.ts[:16].replace('T', ' ')} UTC] {t.role}: ", t.content[:400])
         for t, _ in found
     )
 

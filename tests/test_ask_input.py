@@ -132,6 +132,8 @@ def test_ctrl_c_keeps_the_partial_reply_and_exits_130(api, home):
         stderr=subprocess.PIPE,
         env=env,
         cwd=str(REPO),
+        # A test run in the background inherits an ignored SIGINT: give rheo the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout.read(6) == b"word0 "
     time.sleep(0.3)

@@ -146,7 +146,7 @@ CORPUS = [
         '{"facts": [{"category": "open_item", "topic": "t", "label": "Sends the '
         'report", "due": "next Friday"}]}',
         ["Sends the report"],
-        "not ISO 8601",
+        "not a usable ISO 8601",
     ),
     (
         "owner fields",
@@ -227,7 +227,15 @@ def test_due_dates_become_utc():
         '{"facts": [{"category": "open_item", "topic": "catalog", "label": '
         '"Upload the product catalog", "due": "2026-11-27"}]}'
     )
-    assert out.facts[0].fact.due_at == "2026-11-27T00:00:00.000Z"
+    assert out.facts[0].fact.due_at == "2026-11-27T23:59:00.000Z"  # the end of that day
+    from datetime import timedelta, timezone
+
+    local = parse_facts(
+        '{"facts": [{"category": "open_item", "topic": "c", "label": "Upload it", '
+        '"due": "2026-11-27"}]}',
+        tz=timezone(timedelta(hours=2)),
+    )
+    assert local.facts[0].fact.due_at == "2026-11-27T21:59:00.000Z"
 
 
 def test_digest_turn_ids_are_checked():

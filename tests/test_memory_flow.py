@@ -339,7 +339,7 @@ def test_conflicting_facts_are_flagged_and_resolved(rheo, api, monkeypatch):
         "conflict_flagged",
         "resolved",
     ]
-    assert shown["versions"] == [2, 1]  # #2 is now superseded by the kept #1
+    assert shown["versions"] == [1, 2]
 
 
 def test_extraction_prompt_shows_known_facts_and_exchange(rheo, api, monkeypatch):

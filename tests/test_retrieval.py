@@ -43,9 +43,16 @@ def test_words_that_are_not_dates(text):
     assert resolve(text, SUNDAY) == []
 
 
+def test_time_words_are_not_search_words_and_possessives_are_stripped():
+    q = analyse("what did I tell you two weeks ago about Arowyn's school?", SUNDAY)
+    assert q.terms == ["arowyn", "school"] and q.times[0].text == "two weeks ago"
+    assert analyse("what did I do on Tuesday", SUNDAY).terms == []
+
+
 def test_query_analysis():
-    q = analyse('When did Caroline go to the LGBTQ "support group" in 2023?', SUNDAY)
-    assert "caroline" in q.entities and "lgbtq" in q.entities and "2023" in q.entities
+    q = analyse('When did Caroline go to the LGBTQ "support group" in 2023 with 3 friends?', SUNDAY)
+    assert "caroline" in q.entities and "lgbtq" in q.entities and "3" in q.entities
+    assert "2023" not in q.terms  # "in 2023" says when, not what
     assert "when" not in q.terms and "the" not in q.terms
     assert q.phrases[0] == "support group"
     assert q.times and q.times[0].start.year == 2023

@@ -6,13 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import prompts
-from ..memory import ledger, sessions
+from ..memory import jobs, ledger, sessions
+from ..memory.db import write
 from ..memory.digests import store_digest
-from ..memory.facts_json import parse_facts
+from ..memory.errors import InvalidInput, NotFound
+from ..memory.facts_json import Parsed, parse_facts
 from ..memory.jobs import Job
-from ..memory.pins import wants_pin
+from ..memory.pins import own_words, wants_pin
 from ..memory.remember import remember
-from ..memory.render import clip
+from ..memory.render import clip, entry
 from ..memory.timeutil import from_stored, to_stored
 from ..runtime import Runtime
 from . import extractors
@@ -46,7 +48,9 @@ def run(rt: Runtime, job: Job) -> list[str]:
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
     turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
     if not turns:
-        return ["session has no text; no digest"]
+        notes = ["session has no text; no digest"]
+        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+        return notes
     shown = (
         turns if len(turns) <= MAX_TURNS else (turns[: MAX_TURNS // 2] + turns[-MAX_TURNS // 2 :])
     )
@@ -59,7 +63,9 @@ def run(rt: Runtime, job: Job) -> list[str]:
     for t in shown:
         lines.append(
             f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
-            f"{'person' if t.role == 'user' else 'assistant'}: {clip(t.content, TURN_TOKENS)}"
+            + entry(
+                f"{'person' if t.role == 'user' else 'assistant'}: ", clip(t.content, TURN_TOKENS)
+            )
         )
     text, model, errors = extractors.complete(
         extractors.chain_for(rt),
@@ -70,11 +76,27 @@ def run(rt: Runtime, job: Job) -> list[str]:
     notes = [f"fallback used after: {e}" for e in errors]
     person_text = " ".join(t.content[:500] for t in turns if t.role == "user")[:4000]
     ids = {t.id for t in turns}
-    parsed = parse_facts(text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS)
+    parsed = parse_facts(text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz)
     notes.extend(parsed.notes)
     narrative = " ".join(str(parsed.data.get("narrative") or "").split())
     if not narrative:
         raise DigestUnusable("the digest reply had no narrative")
+    with write(rt.conn):  # the digest, its facts and the job's completion commit together
+        notes += _store(rt, job, session, turns, parsed, narrative, model)
+    return notes
+
+
+def _store(
+    rt: Runtime,
+    job: Job,
+    session: sessions.Session,
+    turns: list[ledger.Turn],
+    parsed: Parsed,
+    narrative: str,
+    model: str,
+) -> list[str]:
+    notes: list[str] = []
+    ids = {t.id for t in turns}
     digest = store_digest(
         rt.conn,
         profile=job.profile,
@@ -101,14 +123,20 @@ def run(rt: Runtime, job: Job) -> list[str]:
     when = from_stored(session.last_turn_at)
     for candidate in parsed.facts:
         source = by_id.get(candidate.turn_id or -1, last_user)
-        outcome = remember(
-            rt.conn,
-            replace(candidate.fact, pinned=source.role == "user" and wants_pin(source.content)),
-            source="digest",
-            now=when,
-            settings=rt.settings,
-            source_turn_id=source.id,
-        )
+        pin = source.role == "user" and wants_pin(own_words(source.content))
+        try:
+            outcome = remember(
+                rt.conn,
+                replace(candidate.fact, pinned=pin),
+                source="digest",
+                now=when,
+                settings=rt.settings,
+                source_turn_id=source.id,
+            )
+        except (InvalidInput, NotFound) as exc:
+            notes.append(f"dropped a fact: {exc}")
+            continue
         notes.append(outcome.describe())
     notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
+    jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
     return notes

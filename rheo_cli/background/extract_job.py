@@ -8,13 +8,15 @@ from datetime import datetime
 
 from .. import prompts
 from ..memory import items as item_store
-from ..memory import ledger
+from ..memory import jobs, ledger
+from ..memory.db import write
+from ..memory.errors import InvalidInput, NotFound
 from ..memory.facts_json import parse_facts
 from ..memory.jobs import Job
-from ..memory.pins import wants_pin
+from ..memory.pins import own_words, wants_pin
 from ..memory.remember import remember
-from ..memory.render import clip
-from ..memory.timeutil import from_stored
+from ..memory.render import clip, entry
+from ..memory.timeutil import from_stored, to_stored
 from ..runtime import Runtime
 from . import extractors
 
@@ -50,12 +52,14 @@ def build_prompt(
     active.sort(key=lambda i: (i.id not in matched, -i.id))
     shown = active[:KNOWN_LIMIT]
     lines = [f"Date of the exchange: {now.strftime('%A %Y-%m-%d %H:%M %z')}", "", "Known facts:"]
-    lines += [f"#{i.id} [{i.category}] {i.topic}: {i.content_text()}" for i in shown] or ["(none)"]
+    lines += [entry(f"#{i.id} [{i.category}] {i.topic}: ", i.content_text()) for i in shown] or [
+        "(none)"
+    ]
     lines += [
         "",
         "Exchange:",
-        f"Person: {clip(person.content, TURN_TOKENS)}",
-        f"Assistant: {clip(reply.content, TURN_TOKENS)}",
+        entry("Person: ", clip(person.content, TURN_TOKENS)),
+        entry("Assistant: ", clip(reply.content, TURN_TOKENS)),
     ]
     return "\n".join(lines), {i.id: i.topic for i in shown}
 
@@ -71,18 +75,24 @@ def run(rt: Runtime, job: Job) -> list[str]:
         extractors.chain_for(rt), system=prompts.load("extract"), user=user_text
     )
     notes = [f"fallback used after: {e}" for e in errors]
-    parsed = parse_facts(text, known_ids=known, person_text=person.content)
+    parsed = parse_facts(text, known_ids=known, person_text=person.content, tz=when.tzinfo)
     notes.extend(parsed.notes)
-    pin = wants_pin(person.content)
-    for candidate in parsed.facts:
-        outcome = remember(
-            rt.conn,
-            replace(candidate.fact, pinned=pin),
-            source="extractor",
-            now=when,
-            settings=rt.settings,
-            source_turn_id=person.id,
-        )
-        notes.append(outcome.describe())
-    notes.append(f"{model}: {len(parsed.facts)} fact(s)")
+    pin = wants_pin(own_words(person.content))
+    with write(rt.conn):  # the facts and the job's completion commit together
+        for candidate in parsed.facts:
+            try:
+                outcome = remember(
+                    rt.conn,
+                    replace(candidate.fact, pinned=pin),
+                    source="extractor",
+                    now=when,
+                    settings=rt.settings,
+                    source_turn_id=person.id,
+                )
+            except (InvalidInput, NotFound) as exc:
+                notes.append(f"dropped a fact: {exc}")
+                continue
+            notes.append(outcome.describe())
+        notes.append(f"{model}: {len(parsed.facts)} fact(s)")
+        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
     return notes

@@ -83,7 +83,8 @@ def holder_alive(holder: str) -> bool:
 
 
 def run_job(rt: Runtime, job: jobs.Job) -> list[str]:
-    """Run one claimed job; returns its notes. Raises on failure."""
+    """Run one claimed job and mark it done (in the same transaction as its memory writes,
+    so a retry never counts a fact twice); returns its notes. Raises on failure."""
     if job.kind == "extract":
         return extract_job.run(rt, job)
     if job.kind == "digest":
@@ -124,15 +125,20 @@ def run_pending(
         tried.add(job.id)
         try:
             notes = run_job(rt, job)
-        except (
-            AllExtractorsFailed,
-            ProviderError,
-            EngineError,
-            LookupError,
-            digest_job.DigestUnusable,
-            OSError,
-        ) as exc:
-            error = str(exc) or type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 - one bad job must not stop the queue
+            expected = (
+                AllExtractorsFailed,
+                ProviderError,
+                EngineError,
+                LookupError,
+                digest_job.DigestUnusable,
+                OSError,
+            )
+            error = (
+                str(exc)
+                if isinstance(exc, expected) and str(exc)
+                else (f"{type(exc).__name__}: {str(exc)[:200]}")
+            )
             retry_at = time.time() + BACKOFF_S[min(job.attempts, len(BACKOFF_S) - 1)]
             status = jobs.fail(
                 rt.conn, job.id, error=error, ts=to_stored(rt.now()), retry_at=retry_at
@@ -142,7 +148,6 @@ def run_pending(
             if on_job is not None:
                 on_job(job, outcome)
             continue
-        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
         summary.done.append(job)
         summary.notes[job.id] = notes
         if on_job is not None:

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from .errors import command
-from .options import Json, Limit, Profile
-from .output import local, preview, print_json
+from .options import MAX_ID, Json, Limit, Profile
+from .output import local, preview, print_json, safe
 from .state import runtime_for
 
 app = typer.Typer(
@@ -43,7 +43,7 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
 @app.command()
 @command
 def show(
-    digest_id: Annotated[int, typer.Argument(help="Digest id.")],
+    digest_id: Annotated[int, typer.Argument(min=1, max=MAX_ID, help="Digest id.")],
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
@@ -59,17 +59,17 @@ def show(
     print(
         f"#{d.id}  session s{d.session_id}  {local(d.started_at, now)} → {local(d.ended_at, now)}"
     )
-    print(d.narrative)
+    print(safe(d.narrative))
     for title, values in (("decisions", d.decisions), ("procedures", d.procedures)):
         if values:
             print(f"{title}:")
             for v in values:
-                print(f"  - {v}")
+                print(f"  - {safe(v)}")
     if d.facts:
         print("candidate facts:")
         for f in d.facts:
             label = f.get("label", "") if isinstance(f, dict) else str(f)
-            print(f"  - {label}")
+            print(f"  - {safe(str(label))}")
     print(
         f"source turns: {len(d.source_turn_ids)} (#{d.source_turn_ids[0]}…#{d.source_turn_ids[-1]})"
         if d.source_turn_ids

@@ -14,7 +14,7 @@ from typing import Any, ParamSpec, TypeVar
 import typer
 
 from ..errors import ExitStatus, RheoError
-from ..memory.errors import EngineError, InvalidInput
+from ..memory.errors import EngineError, InvalidInput, NotFound
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,7 +34,7 @@ def exit_status_for(exc: BaseException) -> int:
     """The exit status for an exception rheo knows how to report."""
     if isinstance(exc, RheoError):
         return int(exc.exit_status)
-    if isinstance(exc, InvalidInput):
+    if isinstance(exc, InvalidInput | NotFound):  # a wrong argument, e.g. an unknown id
         return int(ExitStatus.USAGE)
     return int(ExitStatus.ERROR)
 

@@ -8,8 +8,8 @@ import typer
 
 from ..errors import UsageError
 from .errors import command
-from .options import Json, Limit, Profile
-from .output import local, preview, print_json
+from .options import MAX_ID, Json, Limit, Profile
+from .output import local, preview, print_json, safe
 from .state import runtime_for
 
 app = typer.Typer(
@@ -21,7 +21,10 @@ items_app = typer.Typer(
     rich_markup_mode=None, help="Open items: commitments rheo follows up on.", no_args_is_help=True
 )
 
-ItemId = Annotated[int, typer.Argument(help="Memory item id (see 'rheo memory list').")]
+ItemId = Annotated[
+    int,
+    typer.Argument(min=1, max=MAX_ID, help="Memory item id (see 'rheo memory list')."),
+]
 
 
 def item_line(item: Any, now: Any, settings: Any) -> str:
@@ -90,13 +93,13 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
             {
                 **item.to_json(now, rt.settings),
                 "history": [e.to_json() for e in history],
-                "versions": [v.id for v in versions],
+                "versions": sorted(v.id for v in versions),
             }
         )
         return
     state = item.status + (", pinned" if item.pinned else "")
     print(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
-    print(item.content_text())
+    print(safe(item.content_text()))
     print(
         f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
         f"{item.reinforcements} mention{'s' if item.reinforcements != 1 else ''}, "
@@ -107,21 +110,24 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
     if item.due_at:
         print(f"due: {local(item.due_at, now)}")
     if item.reason:
-        print(f"reason: {item.reason}")
+        print(f"reason: {safe(item.reason)}")
     if item.conflict_with:
         print(
             f"conflict: contradicts #{item.conflict_with} (rheo memory resolve {item.id} "
             f"keeps this one)"
         )
     if len(versions) > 1:
+        ordered = sorted(versions, key=lambda v: v.id)
         print(
-            "versions: "
-            + " → ".join(f"#{v.id}" + ("*" if v.id == item.id else "") for v in versions)
+            "versions, oldest first: "
+            + ", ".join(
+                f"#{v.id}" + (" (this one)" if v.id == item.id else f" {v.status}") for v in ordered
+            )
         )
     print("history:")
     for e in history:
         turn = f" (turn #{e.source_turn_id})" if e.source_turn_id else ""
-        print(f"  {local(e.ts, now)}  {e.kind:<16} {e.cause}{turn}")
+        print(f"  {local(e.ts, now)}  {e.kind:<16} {safe(e.cause)}{turn}")
 
 
 @app.command()
@@ -172,17 +178,20 @@ def add(
     """Add a memory by hand (or reinforce the same fact, or replace one on the topic)."""
     from ..memory.errors import InvalidInput
     from ..memory.remember import Fact, remember
-    from ..memory.timeutil import local_zone, parse_instant, to_stored
+    from ..memory.timeutil import parse_instant, to_stored
 
     rt = runtime_for(profile)
     due_at = None
     if due:
+        zone = rt.now().tzinfo
         try:
-            due_at = to_stored(
-                parse_instant(due if "T" in due else f"{due}T23:59:00", default_tz=local_zone())
-            )
-        except InvalidInput as exc:
-            raise UsageError(f"--due: {exc}") from None
+            # A date alone means the end of that day in the person's time zone.
+            moment = parse_instant(due if "T" in due else f"{due}T23:59:00", default_tz=zone)
+            due_at = to_stored(moment)
+        except InvalidInput:
+            raise UsageError(
+                f"--due {due!r} is not a date: use YYYY-MM-DD or an ISO 8601 date-time"
+            ) from None
     outcome = remember(
         rt.conn,
         Fact(

@@ -6,6 +6,9 @@ from typing import Annotated
 
 import typer
 
+MAX_ID = 2**63 - 1
+"""Largest id SQLite can hold: a larger one is a usage error, not a crash."""
+
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 New = Annotated[bool, typer.Option("--new", help="Start a new session now.")]
 Model = Annotated[

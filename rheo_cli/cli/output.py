@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..memory.ledger import Turn
 
-from ..memory.timeutil import from_stored
+from ..memory.timeutil import display
 
 
 def print_json(value: Any) -> None:
@@ -18,15 +19,24 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def safe(text: str) -> str:
+    """Stored text fit for a terminal: control characters (escape sequences that could clear
+    the screen or write the clipboard) shown as U+FFFD; line breaks and tabs kept."""
+    return _CONTROL.sub("\ufffd", text)
+
+
 def preview(text: str, width: int = 100) -> str:
     """``text`` on one line, whitespace collapsed, cut to ``width`` characters with an ellipsis."""
-    flat = " ".join(text.split())
+    flat = " ".join(safe(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def local(stored: str, now: datetime) -> str:
     """Stored UTC text shown in the clock's time zone as ``YYYY-MM-DD HH:MM``."""
-    return from_stored(stored).astimezone(now.tzinfo).strftime("%Y-%m-%d %H:%M")
+    return display(stored, now.tzinfo)
 
 
 def turn_line(turn: Turn, now: datetime, width: int = 90) -> str:

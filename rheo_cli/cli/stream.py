@@ -2,10 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 _FENCES = ("```", "~~~")
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold Ctrl-C back while the terminal is being redrawn: an interrupt in the middle of a
+    redraw would leave half a frame that the final print then repeats. The signal is
+    delivered (and the reply stopped) as soon as the redraw is done."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "pthread_sigmask"
+    ):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def settled_prefix(text: str) -> int:
@@ -51,6 +72,7 @@ class ReplyWriter:
         self.pipe_closed = self.out is None
         self.finished = False
         self._printed = 0
+        self._blocks = 0
         self._console: Any = None
         self._live: Any = None
         self._status: Any = None
@@ -105,14 +127,22 @@ class ReplyWriter:
                 auto_refresh=False,
             )
             self._live.start()
-        cut = settled_prefix(self.text)
-        if cut > self._printed:
-            block = self.text[self._printed : cut]
-            self._printed = cut
-            self._live.update("", refresh=True)
-            self._console.print(self._markdown(block))
-        tail = self.text[self._printed :]
-        self._live.update(self._markdown(tail), refresh=True)
+        with _sigint_deferred():
+            cut = settled_prefix(self.text)
+            if cut > self._printed:
+                block = self.text[self._printed : cut]
+                self._printed = cut
+                self._live.update("", refresh=True)
+                self._print_block(block)
+            tail = self.text[self._printed :]
+            self._live.update(self._markdown(tail), refresh=True)
+
+    def _print_block(self, block: str) -> None:
+        # Blocks are separated by a blank line in the source: keep it between them.
+        if self._blocks:
+            self._console.print()
+        self._console.print(self._markdown(block))
+        self._blocks += 1
 
     def finish(self) -> None:
         """End the display: print the last block, or a final newline for raw text; stop the
@@ -123,12 +153,13 @@ class ReplyWriter:
         self.finished = True
         try:
             if self._live is not None:
-                self._live.update("", refresh=True)
-                self._live.stop()
-                tail = self.text[self._printed :]
-                if tail.strip():
-                    self._console.print(self._markdown(tail))
-                self._live = None
+                with _sigint_deferred():
+                    self._live.update("", refresh=True)
+                    self._live.stop()
+                    tail = self.text[self._printed :]
+                    if tail.strip():
+                        self._print_block(tail)
+                    self._live = None
             elif self.text and not self.rendered and not self.text.endswith("\n"):
                 self.out.write("\n")
                 self.out.flush()

@@ -11,19 +11,26 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, tzinfo
 from typing import Any
 
 from . import language
+from .errors import InvalidInput
 from .items import CATEGORIES
 from .normalize import topic_key
 from .remember import LABEL_MAX, Fact
+from .timeutil import parse_instant, to_stored
 
 MAX_FACTS = 3
 """Seed 2: the extractor returns 0-3 facts per exchange."""
+MAX_REPLY_CHARS = 100_000
+MAX_STARTS = 50
+MAX_PROPERTIES_CHARS = 2_000
+_UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _CATEGORY_ALIASES = {
@@ -160,21 +167,21 @@ def _escape_newlines_in_strings(text: str) -> str:
 def find_json(text: str, notes: list[str]) -> Any:
     """The first JSON object or array in ``text`` (inside a code fence if there is one).
 
-    Raises ValueError when none can be read."""
-    body = text.strip()
+    Raises ValueError when none can be read. Only the first `MAX_REPLY_CHARS` characters
+    and `MAX_STARTS` opening brackets are tried, so junk output cannot stall a worker."""
+    body = text.strip()[:MAX_REPLY_CHARS]
     fence = _FENCE.search(body)
     if fence:
         notes.append("removed a code fence")
         body = fence.group(1).strip()
-    for i, ch in enumerate(body):
-        if ch not in "{[":
-            continue
+    starts = [i for i, ch in enumerate(body) if ch in "{["][:MAX_STARTS]
+    for i in starts:
         chunk = _balanced(body, i)
         if chunk is None:
             continue
         try:
             value = _loads(chunk, notes)
-        except ValueError:
+        except (ValueError, RecursionError, MemoryError):
             continue
         if i > 0 or len(chunk) < len(body):
             notes.append("ignored text around the JSON")
@@ -182,9 +189,14 @@ def find_json(text: str, notes: list[str]) -> Any:
     raise ValueError("no JSON object or array found")
 
 
+def _clean(text: str) -> str:
+    """Text safe to store and show: lone surrogates and control characters replaced."""
+    return _UNSAFE.sub("\ufffd", text)
+
+
 def _text(value: Any) -> str:
     if isinstance(value, str):
-        return " ".join(value.split())
+        return " ".join(_clean(value).split())
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     return ""
@@ -228,19 +240,17 @@ def _confidence(raw: Any, notes: list[str], n: int) -> float | None:
     return value
 
 
-def _due(raw: Any, notes: list[str], n: int) -> str | None:
+def _due(raw: Any, notes: list[str], n: int, tz: tzinfo) -> str | None:
     text = _text(raw)
     if not text:
         return None
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        notes.append(f"fact {n}: due date {raw!r} is not ISO 8601; ignored")
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            text += "T23:59:00"  # a date alone: the end of that day
+        return to_stored(parse_instant(text, default_tz=tz))
+    except (InvalidInput, OverflowError, ValueError):
+        notes.append(f"fact {n}: due date {raw!r} is not a usable ISO 8601 date; ignored")
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S") + f".{utc.microsecond // 1000:03d}Z"
 
 
 def read_fact(
@@ -251,6 +261,7 @@ def read_fact(
     known_ids: dict[int, str],
     turn_ids: set[int] | None,
     person_text: str,
+    tz: tzinfo = UTC,
 ) -> Candidate | None:
     """Validate one fact object (fact number ``n`` for notes); None when it must be dropped.
 
@@ -288,7 +299,14 @@ def read_fact(
     if not isinstance(properties, dict):
         notes.append(f"fact {n}: properties were not an object; dropped them")
         properties = {}
-    properties = {str(k): v for k, v in properties.items() if v is not None and str(k).strip()}
+    properties = {
+        _clean(str(k)): _plain(v) for k, v in properties.items() if v is not None and str(k).strip()
+    }
+    if len(json.dumps(properties, ensure_ascii=False)) > MAX_PROPERTIES_CHARS:
+        notes.append(
+            f"fact {n}: properties longer than {MAX_PROPERTIES_CHARS} characters; dropped them"
+        )
+        properties = {}
     mismatch = language.mismatch(person_text, label) if person_text else None
     if mismatch:
         notes.append(f"fact {n}: dropped, {mismatch}")
@@ -337,9 +355,22 @@ def read_fact(
         properties=properties,
         confidence=_confidence(raw.get("confidence"), notes, n),
         reason=_text(raw.get("reason")),
-        due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n),
+        due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n, tz),
     )
     return Candidate(fact=fact, existing_id=existing_id, turn_id=turn_id)
+
+
+def _plain(value: Any) -> Any:
+    """A property value as safe JSON: clean strings, finite numbers, nested the same way."""
+    if isinstance(value, str):
+        return _clean(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {_clean(str(k)): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def parse_facts(
@@ -350,6 +381,7 @@ def parse_facts(
     person_text: str = "",
     key: str = "facts",
     limit: int = MAX_FACTS,
+    tz: tzinfo = UTC,
 ) -> Parsed:
     """Read up to ``limit`` facts from a model reply.
 
@@ -401,6 +433,7 @@ def parse_facts(
             known_ids=known_ids or {},
             turn_ids=turn_ids,
             person_text=person_text,
+            tz=tz,
         )
         if candidate is not None:
             parsed.facts.append(candidate)

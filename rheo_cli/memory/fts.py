@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import re
 
+CJK_RUN = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f]+"
+)
+"""A run of characters from scripts written without spaces between words (the word index
+cannot split them; the trigram index can)."""
 _PHRASE = re.compile(r'"([^"]*)"')
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -45,6 +50,8 @@ def terms(text: str) -> list[str]:
         for word in chunk.split():
             prefix = word.endswith("*")
             core = word.rstrip("*").strip("\"'`()[]{}<>,;!?")
+            if core.lower().endswith(("'s", "’s")) and len(core) > 3:  # possessive
+                core = core[:-2]
             if not _WORD_CHAR.search(core):
                 continue
             add(_quote(core) + ("*" if prefix and re.fullmatch(r"\w+", core) else ""))

@@ -104,6 +104,9 @@ def claim(
     """Claim the oldest runnable job (pending and due — any pending one with
     ``ignore_backoff`` — or running with an expired lease or a dead holder), optionally only
     of ``profile``, never one in ``exclude``. Returns it, or None when nothing is runnable.
+
+    Claiming counts an attempt, so a job whose every run dies with its process (a crash, a
+    kill) still ends: one claimed `MAX_ATTEMPTS` times is marked failed instead.
     """
     with write(conn):
         sql = (
@@ -128,9 +131,16 @@ def claim(
                 )
                 if not (expired or dead):
                     continue
+            if job.attempts >= MAX_ATTEMPTS:
+                conn.execute(
+                    "UPDATE jobs SET status = 'failed', lease_until = NULL, leased_by = NULL, "
+                    "last_error = coalesce(last_error, ?), updated_at = ? WHERE id = ?",
+                    (f"gave up after {job.attempts} attempts", ts, job.id),
+                )
+                continue
             conn.execute(
                 "UPDATE jobs SET status = 'running', lease_until = ?, leased_by = ?, "
-                "updated_at = ? WHERE id = ?",
+                "attempts = attempts + 1, updated_at = ? WHERE id = ?",
                 (wall_now + lease_s, worker, ts, job.id),
             )
             return _row(conn.execute("SELECT * FROM jobs WHERE id = ?", (job.id,)).fetchone())
@@ -142,7 +152,7 @@ def complete(conn: sqlite3.Connection, job_id: int, *, ts: str, notes: list[str]
     with write(conn):
         conn.execute(
             "UPDATE jobs SET status = 'done', lease_until = NULL, leased_by = NULL, "
-            "attempts = attempts + 1, notes = ?, updated_at = ? WHERE id = ?",
+            "notes = ?, updated_at = ? WHERE id = ?",
             (json.dumps(notes, ensure_ascii=False), ts, job_id),
         )
 
@@ -157,11 +167,11 @@ def fail(
     notes: list[str] | None = None,
     max_attempts: int = MAX_ATTEMPTS,
 ) -> str:
-    """Count a failed attempt: back to pending until ``retry_at`` (Unix seconds), or failed
-    after ``max_attempts``. Returns the new status."""
+    """Record a failed attempt (counted when the job was claimed): back to pending until
+    ``retry_at`` (Unix seconds), or failed after ``max_attempts``. Returns the new status."""
     with write(conn):
         row = conn.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        attempts = (row[0] if row else 0) + 1
+        attempts = row[0] if row else 0
         status = "failed" if attempts >= max_attempts else "pending"
         conn.execute(
             "UPDATE jobs SET status = ?, attempts = ?, last_error = ?, not_before = ?, "

@@ -279,6 +279,9 @@ def search_turns(
     ``limit``, the best older ones; and a query matching more than `RANKED_MAX` of those turns
     (``the``) lists its newest matches instead of ranking them all.
     """
+    runs = fts.CJK_RUN.findall(query[: fts.MAX_QUERY_CHARS])
+    if runs:
+        return _cjk_search(conn, profile, runs[:8], limit)
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
@@ -302,6 +305,40 @@ def search_turns(
             sql.format(cmp="<="), (expr, cutoff, profile, limit - len(rows))
         ).fetchall()
     return [(_row_to_turn(r), float(r["score"])) for r in rows]
+
+
+CJK_SCAN = 20_000
+"""A one- or two-character CJK search (too short for trigrams) reads this many newest turns."""
+
+
+def _cjk_search(
+    conn: sqlite3.Connection, profile: str, runs: list[str], limit: int
+) -> list[tuple[Turn, float]]:
+    """Turns holding every run of CJK text, newest first: runs of three or more characters
+    through the trigram index, shorter ones by a bounded scan of the newest turns."""
+    ids: set[int] | None = None
+    plain = conn.cursor()
+    plain.row_factory = None
+    for run in dict.fromkeys(runs):
+        if len(run) >= 3:
+            plain.execute(
+                "SELECT rowid FROM turns_cjk WHERE turns_cjk MATCH ? ORDER BY rowid DESC "
+                "LIMIT 5000",
+                ('"' + run.replace('"', '""') + '"',),
+            )
+        else:
+            plain.execute(
+                "SELECT id FROM (SELECT id, content FROM turns WHERE profile = ? "
+                "ORDER BY id DESC LIMIT ?) WHERE content LIKE ? ESCAPE '\\'",
+                (profile, CJK_SCAN, "%" + run.replace("%", "\\%").replace("_", "\\_") + "%"),
+            )
+        found = {r[0] for r in plain.fetchall()}
+        ids = found if ids is None else ids & found
+    if not ids:
+        return []
+    newest = sorted(ids, reverse=True)[: limit * 4]
+    turns = [t for t in get_turns(conn, profile, newest)][::-1]
+    return [(t, 0.0) for t in turns[:limit]]
 
 
 def _newest_matches(

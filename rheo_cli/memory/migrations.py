@@ -262,12 +262,31 @@ def m005_deferred_indexing(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_no_replace(conn: sqlite3.Connection) -> None:
+    """INSERT OR REPLACE deletes the row it replaces without firing DELETE triggers unless a
+    connection turns recursive triggers on; refuse an insert over an existing id outright, on
+    every connection, for the append-only tables."""
+    script = ""
+    for table, what in (
+        ("turns", "the ledger"),
+        ("memory_events", "memory history"),
+        ("digests", "the digest log"),
+    ):
+        script += f"""
+        CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table}
+        WHEN EXISTS (SELECT 1 FROM {table} WHERE id = new.id)
+        BEGIN SELECT RAISE(ABORT, '{what} is append-only: rows cannot be replaced'); END;
+        """
+    run_script(conn, script)
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
     m003_job_leases,
     m004_trigram_index,
     m005_deferred_indexing,
+    m006_no_replace,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 

@@ -43,6 +43,8 @@ def content_words(label: str, properties: dict[str, Any]) -> list[str]:
         v if isinstance(v, str) else json.dumps(v, ensure_ascii=False) for v in properties.values()
     )
     text = unicodedata.normalize("NFKC", f"{label} {values}").casefold()
+    text = text.replace("cannot", "can not").replace("can't", "can not")
+    text = re.sub(r"n['’]t\b", " not", text)  # don't -> do not
     return [_strip_accents(w) for w in _WORD.findall(text.replace("_", " "))]
 
 
@@ -65,13 +67,31 @@ def _names(raw: str) -> set[str]:
     return {_strip_accents(w.casefold()) for w in re.findall(r"\b[A-Z][\w'-]*", raw)} - _STOP
 
 
+NEGATIONS = frozenset(
+    """not no never none nobody nothing nowhere neither nor without cannot cant dont doesnt
+    didnt isnt arent wasnt werent wont hasnt havent hadnt quit quits stopped stop stops
+    former formerly ex anymore longer ended gave lost left divorced ne pas plus jamais aucun
+    aucune sans nicht kein keine keinen keiner nie niemals mehr nunca tampoco ningun ninguna
+    ya mai nessun nessuna nao nunca geen niet nooit""".split()  # noqa: SIM905
+)
+"""Words that turn a statement into its opposite or say it changed (several languages)."""
+
+
+def _negations(raw: str, words: list[str]) -> frozenset[str]:
+    found = {w.replace("'", "") for w in words} & NEGATIONS
+    if re.search(r"n['’]t\b", raw, re.IGNORECASE):
+        found.add("not")
+    return frozenset(found)
+
+
 def equivalent(
     label_a: str, props_a: dict[str, Any], label_b: str, props_b: dict[str, Any]
 ) -> bool:
     """True when two facts (under the same topic) say the same thing.
 
-    Same numbers, no capitalised name in one that the other lacks, and a Jaccard overlap of
-    at least 0.6 between their (lightly stemmed) content words without stop words.
+    Same words of negation or change ("not", "no longer", "quit", "n'est plus", "nicht
+    mehr"...), same numbers, no capitalised name in one that the other lacks, and a Jaccard
+    overlap of at least 0.6 between their (lightly stemmed) content words without stop words.
     """
     raw_a = f"{label_a} {json.dumps(props_a, ensure_ascii=False)}"
     raw_b = f"{label_b} {json.dumps(props_b, ensure_ascii=False)}"
@@ -79,6 +99,8 @@ def equivalent(
     words_b = content_words(label_b, props_b)
     if set(words_a) == set(words_b):
         return True
+    if bool(_negations(raw_a, words_a)) != bool(_negations(raw_b, words_b)):
+        return False
     if set(_NUMBER.findall(raw_a)) != set(_NUMBER.findall(raw_b)):
         return False
     # A proper name in one fact that the other does not mention at all: another entity.

@@ -22,3 +22,9 @@ _PIN = re.compile(
 def wants_pin(text: str) -> bool:
     """True when ``text`` (the person's own words) asks to always remember something."""
     return bool(_PIN.search(text.replace("’", "'")))
+
+
+def own_words(text: str) -> str:
+    """The person's own words in a message: a piped document (``<stdin>...</stdin>``) is
+    someone else's text, so "never forget" inside it does not pin anything."""
+    return re.sub(r"<stdin>.*?(</stdin>|$)", " ", text, flags=re.S)

@@ -60,6 +60,10 @@ def analyse(message: str, now: datetime, *, max_terms: int = 16) -> Query:
     query of hundreds of words retrieves noise slowly."""
     text = message if len(message) <= 1500 else f"{message[:1000]}\n{message[-500:]}"
     times = timeexpr.resolve(text, now)
+    # The words of a time expression ("two weeks ago", "on Tuesday") say when, not what.
+    for span in times:
+        a, b = span.span
+        text = text[:a] + " " * (b - a) + text[b:]
     terms: list[str] = []
     entities: list[str] = []
     previous: str | None = None
@@ -67,6 +71,8 @@ def analyse(message: str, now: datetime, *, max_terms: int = 16) -> Query:
     for match in _WORD.finditer(text):
         raw = match.group(0)
         word = raw.casefold().replace("’", "'")
+        if word.endswith("'s") and len(word) > 3:  # possessive: "Arowyn's" is about Arowyn
+            word, raw = word[:-2], raw[:-2]
         if _NO_SPACE.search(raw):
             previous = None
             continue

@@ -20,7 +20,7 @@ from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
 from .render import clip, entry, snippet
-from .timeutil import from_stored, to_stored
+from .timeutil import display, from_stored, to_stored
 
 CANDIDATES = 40
 """Turns taken from the word index before re-ranking."""
@@ -221,9 +221,14 @@ def _item_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int,
 
 
 def _time_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
-    """For a message with a time expression and no other words to search ("what did we talk
-    about last week?"): the person's turns in that range."""
-    if q.terms:
+    """For a message with a time expression ("what did we talk about last week?", "what did
+    I buy yesterday?"): the person's turns in that range, unless the words of the message
+    already found turns there."""
+    if not q.times:
+        return
+    if q.terms and any(
+        span.start <= from_stored(hit.ts) < span.end for hit in hits.values() for span in q.times
+    ):
         return
     for span in q.times:
         rows = conn.execute(
@@ -276,11 +281,6 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
     if in_time:
         why.append("in the time asked about")
     hit.why = why or ["bm25"]
-
-
-def _local(stored: str, tz: tzinfo | None) -> str:
-    moment = from_stored(stored)
-    return (moment.astimezone(tz) if tz else moment).strftime("%Y-%m-%d %H:%M")
 
 
 def collect(
@@ -337,7 +337,7 @@ def collect(
     )[:keep]
     for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
-        when = _local(hit.ts, tz) if WITH_TIME else _local(hit.ts, tz)[:10]
+        when = display(hit.ts, tz) if WITH_TIME else display(hit.ts, tz)[:10]
         prefix = f"[{when} #{hit.turn_id}] {hit.role}{mark}: "
         body = snippet(hit.content, per_line, scorer.counter(hit.content))
         lines.append(
@@ -399,7 +399,7 @@ def _digest_lines(
         lines.append(
             Line(
                 text=entry(
-                    f"[{_local(d.ended_at, tz)[:10]} session summary] ", clip(body, per_line)
+                    f"[{display(d.ended_at, tz)[:10]} session summary] ", clip(body, per_line)
                 ),
                 source=f"digest:{d.id}",
                 rank=0.9 + 0.8 * score,

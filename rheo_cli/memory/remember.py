@@ -69,7 +69,7 @@ class Outcome:
 
     def describe(self) -> str:
         """A short sentence for tool results and logs."""
-        if self.item is None:
+        if self.item is None or self.action == "skipped":
             return f"not stored: {self.note}"
         if self.action == "reinforced":
             return (
@@ -153,32 +153,52 @@ def remember(
             profile = owner
         if profile is None:
             raise InvalidInput("a memory needs a source turn or a profile")
-        same_topic = [
+        if source != "manual":
+            # Whatever its topic now, a fact the person retracted is not learnt again.
+            for row in conn.execute(
+                "SELECT * FROM memory_items WHERE profile = ? AND status = 'retracted'",
+                (profile,),
+            ):
+                old = row_to_item(row)
+                if equivalent(old.label, old.properties, fact.label, fact.properties):
+                    return Outcome("skipped", None, note=f"the person retracted #{old.id}")
+        active = [
             row_to_item(r)
             for r in conn.execute(
                 "SELECT * FROM memory_items WHERE profile = ? AND topic = ? "
-                "AND status IN ('active', 'retracted') ORDER BY id DESC",
+                "AND status = 'active' ORDER BY id DESC",
                 (profile, fact.topic),
             )
         ]
-        if source != "manual":
-            for old in same_topic:
-                if old.status == "retracted" and equivalent(
-                    old.label, old.properties, fact.label, fact.properties
-                ):
-                    return Outcome("skipped", None, note=f"the person retracted #{old.id}")
-        active = [i for i in same_topic if i.status == "active"]
         for old in active:
             if equivalent(old.label, old.properties, fact.label, fact.properties):
+                if source_turn_id is not None and _mentioned_in(conn, old.id, source_turn_id):
+                    # One turn reinforces a fact once, however often it is read (retries,
+                    # extraction and digest of the same exchange).
+                    return Outcome("skipped", old, note=f"turn #{source_turn_id} already counted")
                 item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
                 return Outcome("reinforced", item)
+        guarded = [
+            old
+            for old in active
+            if old.pinned
+            and source != "manual"
+            and (fact.confidence or settings.initial_confidence) < settings.conflict_threshold
+        ]
+        if guarded:
+            return Outcome(
+                "skipped",
+                None,
+                note=f"pinned #{guarded[0].id} is kept over a fact of lower confidence",
+            )
         item = _create(conn, profile, fact, ts, source, source_turn_id, settings)
         previous: MemoryItem | None = None
         conflict = False
         for old in active:
             # Compared at the two decimals rheo shows: minutes of decay don't undo a tie.
             old_conf = round(old.effective(now, settings), 2)
-            flagged = (
+            # Replacing a pinned fact is always for the person to review.
+            flagged = old.pinned or (
                 old_conf >= settings.conflict_threshold
                 and round(item.confidence, 2) >= settings.conflict_threshold
             )
@@ -194,6 +214,26 @@ def remember(
         conflict=conflict,
         evicted=tuple(evicted),
     )
+
+
+def _mentioned_in(conn: sqlite3.Connection, item_id: int, turn_id: int) -> bool:
+    """Whether ``turn_id`` already created or reinforced item ``item_id``."""
+    row = conn.execute(
+        "SELECT 1 FROM memory_events WHERE item_id = ? AND source_turn_id = ? "
+        "AND kind IN ('created', 'reinforced') LIMIT 1",
+        (item_id, turn_id),
+    ).fetchone()
+    return row is not None
+
+
+def writes_from_turn(conn: sqlite3.Connection, turn_id: int) -> int:
+    """How many facts turn ``turn_id`` has created or reinforced so far."""
+    row = conn.execute(
+        "SELECT count(*) FROM memory_events WHERE source_turn_id = ? "
+        "AND kind IN ('created', 'reinforced')",
+        (turn_id,),
+    ).fetchone()
+    return int(row[0])
 
 
 def _create(
@@ -412,8 +452,8 @@ def pin(
     now: datetime,
     cause: str = "pinned by the person",
 ) -> MemoryItem:
-    """Pin an item: it reads 1.0, never decays and is never evicted. Raises NotFound,
-    InvalidInput (not active/done, or already pinned)."""
+    """Pin an item: it reads 1.0, never decays and is never evicted; an evicted item comes
+    back active. Raises NotFound, InvalidInput (superseded, retracted, or already pinned)."""
     if get_item(conn, profile, item_id).pinned:
         raise InvalidInput(f"memory #{item_id} is already pinned")
     return _set_state(
@@ -421,8 +461,9 @@ def pin(
         profile,
         item_id,
         now,
-        allowed=("active", "done"),
-        sql="UPDATE memory_items SET pinned = 1 WHERE id = ?",
+        allowed=("active", "done", "evicted"),
+        sql="UPDATE memory_items SET pinned = 1, "
+        "status = CASE status WHEN 'evicted' THEN 'active' ELSE status END WHERE id = ?",
         kind="pinned",
         verb="pinned",
         cause=cause,
@@ -462,19 +503,37 @@ def forget(
     now: datetime,
     cause: str = "retracted by the person",
 ) -> MemoryItem:
-    """Retract an item: no longer injected or learned again; its row and history stay."""
-    return _set_state(
-        conn,
-        profile,
-        item_id,
-        now,
-        allowed=("active", "superseded", "evicted", "done"),
-        sql="UPDATE memory_items SET status = 'retracted', pinned = 0, conflict_with = NULL "
-        "WHERE id = ?",
-        kind="retracted",
-        verb="forgotten",
-        cause=cause,
-    )
+    """Retract an item: no longer injected, offered to tools or learnt again; its row and
+    history stay. A conflict it was part of is cleared (there is nothing left to decide)."""
+    with write(conn):
+        item = _set_state(
+            conn,
+            profile,
+            item_id,
+            now,
+            allowed=("active", "superseded", "evicted", "done"),
+            sql="UPDATE memory_items SET status = 'retracted', pinned = 0, conflict_with = NULL "
+            "WHERE id = ?",
+            kind="retracted",
+            verb="forgotten",
+            cause=cause,
+        )
+        partners = conn.execute(
+            "SELECT id FROM memory_items WHERE profile = ? AND conflict_with = ?",
+            (profile, item_id),
+        ).fetchall()
+        for (partner,) in partners:
+            conn.execute("UPDATE memory_items SET conflict_with = NULL WHERE id = ?", (partner,))
+            events.append(
+                conn,
+                item_id=partner,
+                profile=profile,
+                ts=to_stored(now),
+                kind="resolved",
+                cause=f"the conflicting #{item_id} was retracted",
+                related_item_id=item_id,
+            )
+        return item
 
 
 def mark_done(
@@ -504,7 +563,9 @@ def conflicts(conn: sqlite3.Connection, profile: str) -> list[tuple[MemoryItem, 
     pairs = []
     for item in list_items(conn, profile, statuses=("active",)):
         if item.conflict_with is not None:
-            pairs.append((item, get_item(conn, profile, item.conflict_with)))
+            older = get_item(conn, profile, item.conflict_with)
+            if older.status != "retracted":
+                pairs.append((item, older))
     return pairs
 
 

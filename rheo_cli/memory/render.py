@@ -32,7 +32,9 @@ def entry(prefix: str, text: str) -> str:
 
     Blank-line runs collapse to one line break; trailing whitespace is dropped.
     """
-    body = _BLANKS.sub("\n", escape(text).replace("\r\n", "\n").replace("\r", "\n")).strip()
+    # Every kind of line break counts (\v, \f, U+2028...): each starts an indented line.
+    unified = "\n".join(text.splitlines())
+    body = _BLANKS.sub("\n", escape(unified)).strip()
     lines = body.split("\n") if body else [""]
     head = prefix + lines[0].rstrip()
     rest = [INDENT + ln.strip() for ln in lines[1:] if ln.strip()]

@@ -18,7 +18,7 @@ from .query import Query, analyse
 from .relevance import COVERAGE_WEIGHT, Scorer
 from .render import INDENT, clip, entry
 from .settings import Settings
-from .timeutil import from_stored
+from .timeutil import display, from_stored
 
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
@@ -69,17 +69,10 @@ def collect(
     return out
 
 
-def _local(stored: str, tz: tzinfo | None, *, with_time: bool = True) -> str:
-    moment = from_stored(stored)
-    if tz is not None:
-        moment = moment.astimezone(tz)
-    return moment.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
-
-
 def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
     """``[YYYY-MM-DD HH:MM] user: `` (with ``(interrupted)``/``(error)`` marks when so)."""
     mark = f" ({turn.status})" if turn.status in ("interrupted", "error") else ""
-    return f"[{_local(turn.ts, tz)}] {turn.role}{mark}: "
+    return f"[{display(turn.ts, tz)}] {turn.role}{mark}: "
 
 
 def _pair_key(turn: ledger.Turn) -> tuple[int, int]:
@@ -134,9 +127,9 @@ def open_item_lines(
     for item in active:
         if item.category != "open_item":
             continue
-        when = f"since {_local(item.created_at, tz, with_time=False)}"
+        when = f"since {display(item.created_at, tz, with_time=False)}"
         if item.due_at:
-            when += f", due {_local(item.due_at, tz, with_time=False)}"
+            when += f", due {display(item.due_at, tz, with_time=False)}"
         due_key = from_stored(item.due_at).timestamp() if item.due_at else float("inf")
         lines.append(
             Line(
@@ -163,7 +156,7 @@ def episodic_lines(
             body += "\nDecided: " + "; ".join(digest.decisions)
         lines.append(
             Line(
-                text=entry(f"[{_local(digest.ended_at, tz)}] ", clip(body, per_line)),
+                text=entry(f"[{display(digest.ended_at, tz)}] ", clip(body, per_line)),
                 source=f"digest:{digest.id}",
                 rank=1.5 - 0.1 * n,
                 order=(float(n),),
@@ -204,7 +197,7 @@ def memory_lines(
     lines = []
     for item in facts:
         confidence = item.effective(now, settings)
-        flags = [item.category, _local(item.reinforced_at, tz, with_time=False)]
+        flags = [item.category, display(item.reinforced_at, tz, with_time=False)]
         if item.pinned:
             flags.append("pinned")
         text = entry(f"- ({', '.join(flags)}) ", clip(item.content_text(), per_line))

@@ -79,6 +79,8 @@ class TimeRange:
     start: datetime
     end: datetime
     text: str
+    span: tuple[int, int] = (0, 0)
+    """Where in the message the expression stands (character offsets)."""
 
 
 def _day(moment: datetime) -> datetime:
@@ -105,7 +107,7 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
     found: list[TimeRange] = []
 
     def add(start: datetime, end: datetime, match: re.Match[str]) -> None:
-        found.append(TimeRange(start, end, match.group(0).strip()))
+        found.append(TimeRange(start, end, match.group(0).strip(), match.span()))
 
     for m in re.finditer(r"\b(today|tonight|this (?:morning|afternoon|evening))\b", text):
         add(today, today + timedelta(days=1), m)

@@ -7,7 +7,7 @@ guess leaks into the ledger.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 from .errors import InvalidInput
 
@@ -42,7 +42,7 @@ def from_stored(text: str) -> datetime:
     return parse_instant(text).astimezone(UTC)
 
 
-def parse_instant(text: str, *, default_tz: timezone | None = None) -> datetime:
+def parse_instant(text: str, *, default_tz: tzinfo | None = None) -> datetime:
     """Parse ISO 8601 text into an aware datetime, keeping its offset.
 
     ``Z`` is accepted for UTC. Text without an offset takes ``default_tz`` when given
@@ -71,8 +71,9 @@ def local_zone() -> timezone:
     return timezone(offset, name) if name else timezone(offset)
 
 
-def display(stored: str, tz: timezone | None, *, with_time: bool = True) -> str:
-    """Render stored UTC text in ``tz`` as ``YYYY-MM-DD HH:MM`` (or just the date)."""
+def display(stored: str, tz: tzinfo | None, *, with_time: bool = True) -> str:
+    """Render stored UTC text in ``tz`` as ``YYYY-MM-DD HH:MM`` (or just the date); with a
+    zone that has daylight-saving rules, at the offset of that moment. None: UTC."""
     moment = from_stored(stored)
     if tz is not None:
         moment = moment.astimezone(tz)

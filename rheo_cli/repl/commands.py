@@ -115,14 +115,14 @@ def _memory(state: ReplState, arg: str) -> None:
     from ..memory import items
 
     rt = state.rt
-    found = (
-        [i for i, _ in items.search_items(rt.conn, rt.profile, arg)]
-        if arg
-        else items.list_items(rt.conn, rt.profile, exclude_category="open_item")
-    )
+    now = rt.now()
+    if arg:
+        found = [i for i, _ in items.search_items(rt.conn, rt.profile, arg)]
+    else:  # as `rheo memory list`: most confident first (open items are under /items)
+        found = items.list_items(rt.conn, rt.profile, exclude_category="open_item")
+        found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
     if not found:
         state.say("(no memories)")
-    now = rt.now()
     for item in found:
         state.say(item_line(item, now, rt.settings))
 
@@ -141,7 +141,10 @@ def _items(state: ReplState, arg: str) -> None:
 
 def _item_id(arg: str) -> int | None:
     text = arg.strip().lstrip("#")
-    return int(text) if text.isdigit() else None
+    if not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if 1 <= value < 2**63 else None
 
 
 def _change(action: str) -> Callable[[ReplState, str], None]:
