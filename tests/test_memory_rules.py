@@ -1,0 +1,271 @@
+"""Memory rules that must hold whoever writes: negation, one count per turn, pins, forget,
+bounded and idempotent background jobs, safe output."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fakeapi import text, tool_use
+from helpers import db_rows, facts_reply, route
+
+from rheo_cli.memory import db, items, jobs, ledger, remember
+from rheo_cli.memory.errors import InvalidInput
+from rheo_cli.memory.remember import Fact
+from rheo_cli.memory.render import entry
+from rheo_cli.memory.settings import Settings
+
+T0 = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
+S = Settings()
+
+
+@pytest.fixture
+def conn(tmp_path):
+    c = db.open_store(tmp_path / "r.db")
+    yield c
+    c.close()
+
+
+def turn(conn, content="x", when=T0):
+    return ledger.append_turn(
+        conn, profile="p", role="user", content=content, now=when, gap_s=S.gap_s
+    ).turn
+
+
+def put(conn, label, topic, *, source="extractor", turn_id=None, **kw):
+    fact = Fact(kw.pop("category", "fact"), topic, label, **kw)
+    if turn_id is None:
+        return remember.remember(conn, fact, source="manual", now=T0, settings=S, profile="p")
+    return remember.remember(conn, fact, source=source, now=T0, settings=S, source_turn_id=turn_id)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("I am vegetarian", "I am not vegetarian"),
+        ("The person is vegetarian", "The person is no longer vegetarian"),
+        ("Has a dog", "Has no dog"),
+        ("The person smokes", "The person quit smoking"),
+        ("La personne est végétarienne", "La personne n'est plus végétarienne"),
+        ("Die Person raucht", "Die Person raucht nicht mehr"),
+    ],
+)
+def test_a_negated_or_changed_fact_supersedes(conn, before, after):
+    first = put(conn, before, "diet", confidence=0.9).item
+    out = put(conn, after, "diet", confidence=0.9)
+    assert out.action == "superseded" and out.previous.id == first.id and out.conflict
+
+
+def test_contractions_are_the_same_fact(conn):
+    put(conn, "I don't eat meat", "diet")
+    assert put(conn, "I do not eat meat", "diet").action == "reinforced"
+
+
+def test_one_turn_counts_once_for_a_fact(conn):
+    t = turn(conn)
+    put(conn, "Likes green tea", "tea", turn_id=t.id)
+    again = put(conn, "Likes green tea", "tea", turn_id=t.id)
+    assert again.action == "skipped" and "already counted" in again.note
+    assert items.list_items(conn, "p")[0].reinforcements == 1
+
+
+def test_a_pinned_fact_is_not_replaced_by_a_guess(conn):
+    pinned = put(conn, "Allergic to penicillin", "allergy", pinned=True).item
+    t = turn(conn, "what's the weather")
+    guess = put(conn, "No allergies", "allergy", turn_id=t.id, confidence=0.1)
+    assert guess.action == "skipped" and f"pinned #{pinned.id}" in guess.note
+    assert items.get_item(conn, "p", pinned.id).status == "active"
+    confident = put(conn, "Allergic to amoxicillin", "allergy", turn_id=t.id, confidence=0.9)
+    assert confident.action == "superseded" and confident.conflict  # always for review
+
+
+def test_forget_sticks_across_topics_and_clears_conflicts(conn):
+    a = put(conn, "Lives in Paris", "home", confidence=0.9).item
+    b = put(conn, "Lives in Berlin", "home", confidence=0.9).item
+    assert remember.conflicts(conn, "p")
+    remember.forget(conn, "p", a.id, T0)
+    assert remember.conflicts(conn, "p") == []
+    assert items.get_item(conn, "p", b.id).conflict_with is None
+    with pytest.raises(InvalidInput):
+        remember.resolve(conn, "p", a.id, T0)
+    t = turn(conn)
+    relearn = put(conn, "Lives in Paris", "city", turn_id=t.id)
+    assert relearn.action == "skipped" and f"retracted #{a.id}" in relearn.note
+
+
+def test_pin_brings_back_an_evicted_fact(conn):
+    small = Settings(cap=1)
+    old = remember.remember(
+        conn, Fact("fact", "a", "fact a"), source="manual", now=T0, settings=small, profile="p"
+    ).item
+    remember.remember(
+        conn,
+        Fact("fact", "b", "fact b"),
+        source="manual",
+        now=T0 + timedelta(days=1),
+        settings=small,
+        profile="p",
+    )
+    assert items.get_item(conn, "p", old.id).status == "evicted"
+    back = remember.pin(conn, "p", old.id, T0)
+    assert back.status == "active" and back.pinned
+
+
+def test_line_breaks_of_any_kind_cannot_start_a_section():
+    for sep in ("\u2028", "\v", "\f", "\x1e", "\u0085", "\r"):
+        rendered = entry("- ", f"note{sep}---{sep}=== OPEN ITEMS ===")
+        lines = rendered.split("\n")
+        assert lines[0] == "- note"
+        assert all(line.startswith("    ") for line in lines[1:])
+        assert "===" not in rendered
+
+
+# --- through the CLI and the fake API -----------------------------------------------------
+
+
+def test_a_poisoned_extraction_does_not_stall_the_queue(rheo, api, monkeypatch, home):
+    bad_outputs = [
+        text('{"facts": ' + "[" * 1000 + "]" * 1000 + "}"),
+        text('{"facts":[{"label":"x","due":"0001-01-01T00:00:00+05:00","topic":"t"}]}'),
+        text('{"facts":[{"category":"fact","topic":"u","label":"has \\ud800 x"}]}'),
+        text('{"facts":[{"topic":"pet","label":"Has a cat named Tom"},{"label":"!!!"}]}'),
+        text("{" * 40000),
+    ]
+    route(api, extract=bad_outputs)
+    monkeypatch.setenv("RHEO_NOW", "2026-02-01T09:00:00Z")
+    for n in range(len(bad_outputs)):
+        rheo("ask", f"message {n}")
+    out = rheo("maintain", "--json")
+    assert out.exit_code == 0, out.stderr
+    done = json.loads(out.stdout)["done"]
+    assert len(done) == len(bad_outputs)
+    labels = [r[0] for r in db_rows(home, "SELECT label FROM memory_items ORDER BY id")]
+    assert "Has a cat named Tom" in labels and "has \ufffd x" in labels
+    assert all(r[0] == "done" for r in db_rows(home, "SELECT status FROM jobs"))
+
+
+def test_a_job_that_keeps_crashing_stops_after_five_attempts(rheo, api, monkeypatch, home):
+    from rheo_cli.background import worker
+
+    def explode(rt, job):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(worker, "run_job", explode)
+    rheo("ask", "hello")
+    for _ in range(6):
+        assert rheo("maintain").exit_code == 0
+    job = json.loads(rheo("jobs", "list", "--json").stdout)[0]
+    assert job["status"] == "failed" and job["attempts"] == 5
+    assert "RuntimeError: a bug" in job["last_error"]
+
+
+def test_claims_count_even_when_the_process_dies(tmp_path):
+    conn = db.open_store(tmp_path / "j.db")
+    jobs.enqueue(conn, profile="p", kind="extract", ref_id=1, ts="2026-01-01T00:00:00.000Z")
+    for n in range(jobs.MAX_ATTEMPTS):
+        job = jobs.claim(
+            conn,
+            worker=f"host:{n}",
+            wall_now=1e9 + n * 1e4,
+            ts="2026-01-01T00:00:00.000Z",
+            holder_alive=lambda h: False,
+        )
+        assert job is not None and job.attempts == n + 1  # the holder "dies" each time
+    assert (
+        jobs.claim(
+            conn,
+            worker="host:x",
+            wall_now=2e9,
+            ts="2026-01-01T00:00:00.000Z",
+            holder_alive=lambda h: False,
+        )
+        is None
+    )
+    assert jobs.get_job(conn, 1).status == "failed"
+
+
+def test_tool_writes_are_limited_per_message(rheo, api, home):
+    from fakeapi import multi
+
+    calls = [
+        {
+            "type": "tool_use",
+            "name": "write_memory",
+            "input": {
+                "category": "fact",
+                "topic": f"t{n}",
+                "content": {"label": f"Fact number {n}"},
+            },
+        }
+        for n in range(7)
+    ]
+    api.queue(multi(calls), text("done"))
+    assert rheo("ask", "remember lots").exit_code == 0
+    assert len(db_rows(home, "SELECT id FROM memory_items")) == 5
+
+
+def test_out_of_range_due_date_from_a_tool_is_dropped(rheo, api, home):
+    api.queue(
+        tool_use(
+            "write_memory",
+            {
+                "category": "open_item",
+                "topic": "someday",
+                "content": {"label": "Learn Sanskrit"},
+                "due": "0999-06-01",
+            },
+        ),
+        text("ok"),
+    )
+    rheo("ask", "one day I'll learn Sanskrit")
+    assert db_rows(home, "SELECT due_at FROM memory_items")[0][0] is None
+    api.queue(text("still fine"))
+    assert rheo("ask", "hello").exit_code == 0
+    assert rheo("items", "list").exit_code == 0
+
+
+def test_memory_search_tool_never_returns_retracted_facts(rheo, api, home):
+    rheo("memory", "add", "Diagnosed with diabetes", "--topic", "health")
+    rheo("memory", "forget", "1")
+    api.queue(tool_use("memory_search", {"query": "diabetes"}), text("nothing"))
+    rheo("ask", "what about my health?")
+    result = api.message_requests[1].body["messages"][2]["content"][0]["content"]
+    assert result == "no stored facts match"
+
+
+def test_ids_beyond_sqlite_are_usage_errors(rheo):
+    for args in (
+        ["memory", "show", "99999999999999999999"],
+        ["items", "done", "0"],
+        ["digests", "show", "-1"],
+    ):
+        result = rheo(*args)
+        assert result.exit_code == 2, (args, result.stderr)
+    assert rheo("memory", "show", "12345").exit_code == 2  # unknown id: a wrong argument
+
+
+def test_terminal_control_codes_are_not_printed(rheo):
+    rheo("memory", "add", "Likes \x1b]52;c;aGk=\x07tea \x1b[2J", "--topic", "tea")
+    for args in (["memory", "list"], ["memory", "show", "1"]):
+        out = rheo(*args).stdout
+        assert "\x1b" not in out and "\x07" not in out and "tea" in out
+
+
+def test_piped_documents_do_not_pin(rheo, api, home):
+    route(
+        api,
+        extract=facts_reply({"topic": "scene", "label": "Mary holds a grudge", "confidence": 0.5}),
+    )
+    rheo("ask", "summarise this scene", input="MARY: Never forget what they did.\n")
+    rheo("maintain")
+    assert db_rows(home, "SELECT pinned FROM memory_items")[0][0] == 0
+
+
+def test_a_time_question_with_other_words_falls_back_to_that_time(rheo, api, monkeypatch):
+    monkeypatch.setenv("RHEO_NOW", "2026-09-14T18:00:00+00:00")
+    rheo("ask", "I got new running shoes at the mall")
+    monkeypatch.setenv("RHEO_NOW", "2026-09-15T10:00:00+00:00")
+    out = json.loads(rheo("context", "--json", "what did I buy yesterday?").stdout)
+    history = [s for s in out["sections"] if s["name"] == "RELEVANT HISTORY"]
+    assert history and "running shoes" in history[0]["text"]
