@@ -43,16 +43,17 @@ def test_words_that_are_not_dates(text):
     assert resolve(text, SUNDAY) == []
 
 
-def test_time_words_are_not_search_words_and_possessives_are_stripped():
+def test_generic_time_words_are_not_search_words_and_possessives_are_stripped():
     q = analyse("what did I tell you two weeks ago about Arowyn's school?", SUNDAY)
     assert q.terms == ["arowyn", "school"] and q.times[0].text == "two weeks ago"
-    assert analyse("what did I do on Tuesday", SUNDAY).terms == []
+    tuesday = analyse("what did I do on Tuesday", SUNDAY)
+    assert tuesday.terms == ["tuesday"] and tuesday.times
 
 
 def test_query_analysis():
     q = analyse('When did Caroline go to the LGBTQ "support group" in 2023 with 3 friends?', SUNDAY)
     assert "caroline" in q.entities and "lgbtq" in q.entities and "3" in q.entities
-    assert "2023" not in q.terms  # "in 2023" says when, not what
+    assert "2023" in q.entities  # a year can match text too, besides the date range
     assert "when" not in q.terms and "the" not in q.terms
     assert q.phrases[0] == "support group"
     assert q.times and q.times[0].start.year == 2023
@@ -229,3 +230,15 @@ def test_time_only_question_brings_that_weeks_turns(conn):
     texts = [ln.text for ln in history_lines(ctx)]
     assert any("pottery course" in t for t in texts)
     assert not any("Three weeks ago" in t for t in texts)
+
+
+def test_a_weekday_question_brings_that_days_turns(conn):
+    tuesday = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
+    say(conn, "went bouldering with Sam after work", tuesday)
+    say(conn, "quiet day at home", tuesday - timedelta(days=3))
+    ctx = context.assemble(
+        conn, profile="default", now=SUNDAY, settings=S, message="what did I do on Tuesday?"
+    )
+    texts = [ln.text for ln in history_lines(ctx)]
+    assert any("bouldering" in t for t in texts)
+    assert not any("quiet day" in t for t in texts)

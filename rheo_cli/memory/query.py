@@ -29,7 +29,8 @@ STOP_WORDS = frozenset(
     everything way ago last next week weeks month months year years day days today yesterday
     tomorrow morning evening night time discuss discussed talk talked talking mention
     mentioned recently hadnt wasnt isnt arent werent wont cant couldnt shouldnt wouldnt
-    havent hasnt ill id youve weve theyre theyve youd hed shed theyd""".split()  # noqa: SIM905
+    havent hasnt ill id youve weve theyre theyve youd hed shed theyd two three four five six
+    seven eight nine ten couple few several""".split()  # noqa: SIM905
 )
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 _NO_SPACE = re.compile(
@@ -59,11 +60,9 @@ def analyse(message: str, now: datetime, *, max_terms: int = 16) -> Query:
     first 1,000 and last 500 characters count: that is where the question usually is, and a
     query of hundreds of words retrieves noise slowly."""
     text = message if len(message) <= 1500 else f"{message[:1000]}\n{message[-500:]}"
+    # Words of a time expression stay search words where they can match ("May", "Tuesday",
+    # "2023"); the generic ones ("ago", "last", "weeks", "two") are stop words.
     times = timeexpr.resolve(text, now)
-    # The words of a time expression ("two weeks ago", "on Tuesday") say when, not what.
-    for span in times:
-        a, b = span.span
-        text = text[:a] + " " * (b - a) + text[b:]
     terms: list[str] = []
     entities: list[str] = []
     previous: str | None = None
