@@ -291,18 +291,14 @@ def search_turns(
         f"SELECT {_T_COLUMNS}, f.rank AS score FROM turns_fts f JOIN turns t ON t.id = f.rowid "
         "WHERE turns_fts MATCH ? AND f.rowid {cmp} ? AND t.profile = ? ORDER BY f.rank LIMIT ?"
     )
-    # A word found in more than RANKED_MAX of the window's turns makes ranking (and phrase
-    # matching on it) cost time that grows with the ledger: list the newest matches instead.
     probe = conn.cursor()
     probe.row_factory = None
-    words = {w for term in fts.terms(query) for w in fts.terms(term.strip('*"'))} or {expr}
-    for word in words:
-        probe.execute(
-            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid > ? LIMIT ?",
-            (word, cutoff, RANKED_MAX + 1),
-        )
-        if len(probe.fetchall()) > RANKED_MAX:
-            return _newest_matches(conn, profile, expr, limit)
+    probe.execute(
+        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid > ? LIMIT ?",
+        (expr, cutoff, RANKED_MAX + 1),
+    )
+    if len(probe.fetchall()) > RANKED_MAX:
+        return _newest_matches(conn, profile, expr, limit)
     rows = conn.execute(sql.format(cmp=">"), (expr, cutoff, profile, limit)).fetchall()
     if len(rows) < limit and cutoff > 0:
         rows += conn.execute(
