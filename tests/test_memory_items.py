@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rheo_cli.memory import db, events, items, ledger, remember
+from rheo_cli.memory import curation, db, events, items, ledger, remember
 from rheo_cli.memory.decay import effective_confidence
 from rheo_cli.memory.errors import InvalidInput
 from rheo_cli.memory.remember import Fact
@@ -137,14 +137,14 @@ def test_supersede_chain_over_three_versions(conn):
     assert got[v1.id].superseded_by == v2.id and got[v2.id].superseded_by == v3.id
     assert got[v3.id].status == "active" and got[v3.id].superseded_by is None
     for item in (v1, v2, v3):
-        assert [v.id for v in remember.supersede_chain(conn, "default", item.id)] == [
+        assert [v.id for v in curation.supersede_chain(conn, "default", item.id)] == [
             v1.id,
             v2.id,
             v3.id,
         ]
     assert [e.kind for e in events.history(conn, "default", v2.id)] == ["created", "superseded"]
     assert "replaced by #3: Lives in Nice" in events.history(conn, "default", v2.id)[1].cause
-    assert remember.conflicts(conn, "default") == []  # 0.6: not confident, no flag
+    assert curation.conflicts(conn, "default") == []  # 0.6: not confident, no flag
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_conflict_flag_threshold(conn, old, new, flagged):
     out = put(conn, "Wife is Maria", topic="wife", confidence=new)
     assert out.action == "superseded" and out.previous.id == a.id
     assert out.conflict is flagged
-    pairs = remember.conflicts(conn, "default")
+    pairs = curation.conflicts(conn, "default")
     assert [(n.id, o.id) for n, o in pairs] == ([(out.item.id, a.id)] if flagged else [])
     if flagged:
         assert [e.kind for e in events.history(conn, "default", a.id)] == [
@@ -189,20 +189,20 @@ def test_pinned_old_fact_always_conflicts(conn):
 def test_resolve_keeping_either_side(conn):
     a = put(conn, "Wife is Ana", topic="wife").item
     b = put(conn, "Wife is Maria", topic="wife").item
-    kept = remember.resolve(conn, "default", a.id, T0 + timedelta(days=1))
+    kept = curation.resolve(conn, "default", a.id, T0 + timedelta(days=1))
     assert kept.status == "active" and kept.conflict_with is None
     other = items.get_item(conn, "default", b.id)
     assert other.status == "superseded" and other.superseded_by == a.id
-    assert remember.conflicts(conn, "default") == []
+    assert curation.conflicts(conn, "default") == []
     assert events.history(conn, "default", a.id)[-1].kind == "resolved"
     with pytest.raises(InvalidInput, match="not part of a flagged conflict"):
-        remember.resolve(conn, "default", a.id, T0)
+        curation.resolve(conn, "default", a.id, T0)
 
 
 def test_resolve_keeping_the_newer(conn):
     a = put(conn, "Wife is Ana", topic="wife").item
     b = put(conn, "Wife is Maria", topic="wife").item
-    remember.resolve(conn, "default", b.id, T0)
+    curation.resolve(conn, "default", b.id, T0)
     assert items.get_item(conn, "default", b.id).conflict_with is None
     assert items.get_item(conn, "default", a.id).superseded_by == b.id
 
@@ -258,11 +258,11 @@ def test_open_items_do_not_count_toward_the_cap_and_are_not_evicted(conn):
 
 def test_pin_and_unpin_commands(conn):
     item = put(conn, "likes tea").item
-    pinned = remember.pin(conn, "default", item.id, T0)
+    pinned = curation.pin(conn, "default", item.id, T0)
     assert pinned.pinned and pinned.effective(T0 + timedelta(days=999), S) == 1.0
     with pytest.raises(InvalidInput, match="already pinned"):
-        remember.pin(conn, "default", item.id, T0)
-    unpinned = remember.unpin(conn, "default", item.id, T0)
+        curation.pin(conn, "default", item.id, T0)
+    unpinned = curation.unpin(conn, "default", item.id, T0)
     assert not unpinned.pinned
     assert [e.kind for e in events.history(conn, "default", item.id)] == [
         "created",
@@ -294,7 +294,7 @@ def test_profile_comes_from_the_source_turn(conn):
 def test_forget_retracts_keeps_history_and_is_not_relearnt(conn):
     t = turn(conn)
     item = put(conn, "Smokes", topic="smoking", source_turn=t.id).item
-    gone = remember.forget(conn, "default", item.id, T0)
+    gone = curation.forget(conn, "default", item.id, T0)
     assert gone.status == "retracted"
     assert items.list_items(conn, "default") == []
     again = put(conn, "smokes", topic="smoking", source_turn=t.id)
@@ -324,11 +324,11 @@ def test_database_protects_item_content_and_history(conn, sql):
 def test_done_only_for_open_items(conn):
     todo = put(conn, "Upload the catalog", topic="catalog", category="open_item").item
     fact = put(conn, "likes tea", topic="tea").item
-    assert remember.mark_done(conn, "default", todo.id, T0).status == "done"
+    assert curation.mark_done(conn, "default", todo.id, T0).status == "done"
     with pytest.raises(InvalidInput, match="not an open item"):
-        remember.mark_done(conn, "default", fact.id, T0)
+        curation.mark_done(conn, "default", fact.id, T0)
     with pytest.raises(InvalidInput, match="cannot be marked done"):
-        remember.mark_done(conn, "default", todo.id, T0)
+        curation.mark_done(conn, "default", todo.id, T0)
 
 
 def test_bad_facts_are_refused(conn):

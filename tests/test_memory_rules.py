@@ -10,7 +10,7 @@ import pytest
 from fakeapi import text, tool_use
 from helpers import db_rows, facts_reply, route
 
-from rheo_cli.memory import db, items, jobs, ledger, remember
+from rheo_cli.memory import curation, db, items, jobs, ledger, remember
 from rheo_cli.memory.errors import InvalidInput
 from rheo_cli.memory.remember import Fact
 from rheo_cli.memory.render import entry
@@ -83,12 +83,12 @@ def test_a_pinned_fact_is_not_replaced_by_a_guess(conn):
 def test_forget_sticks_across_topics_and_clears_conflicts(conn):
     a = put(conn, "Lives in Paris", "home", confidence=0.9).item
     b = put(conn, "Lives in Berlin", "home", confidence=0.9).item
-    assert remember.conflicts(conn, "p")
-    remember.forget(conn, "p", a.id, T0)
-    assert remember.conflicts(conn, "p") == []
+    assert curation.conflicts(conn, "p")
+    curation.forget(conn, "p", a.id, T0)
+    assert curation.conflicts(conn, "p") == []
     assert items.get_item(conn, "p", b.id).conflict_with is None
     with pytest.raises(InvalidInput):
-        remember.resolve(conn, "p", a.id, T0)
+        curation.resolve(conn, "p", a.id, T0)
     t = turn(conn)
     relearn = put(conn, "Lives in Paris", "city", turn_id=t.id)
     assert relearn.action == "skipped" and f"retracted #{a.id}" in relearn.note
@@ -108,7 +108,7 @@ def test_pin_brings_back_an_evicted_fact(conn):
         profile="p",
     )
     assert items.get_item(conn, "p", old.id).status == "evicted"
-    back = remember.pin(conn, "p", old.id, T0)
+    back = curation.pin(conn, "p", old.id, T0)
     assert back.status == "active" and back.pinned
 
 

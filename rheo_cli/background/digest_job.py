@@ -3,21 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from .. import prompts
 from ..memory import jobs, ledger, sessions
 from ..memory.db import write
 from ..memory.digests import store_digest
-from ..memory.errors import InvalidInput, NotFound
 from ..memory.facts_json import Parsed, parse_facts
 from ..memory.jobs import Job
-from ..memory.pins import own_words, wants_pin
-from ..memory.remember import remember
 from ..memory.render import clip, entry
 from ..memory.timeutil import from_stored, to_stored
 from ..runtime import Runtime
-from . import extractors
+from . import extractors, facts
 
 TURN_TOKENS = 600
 """Each turn is clipped to about this many tokens in the transcript sent for a digest."""
@@ -121,22 +116,9 @@ def _store(
     last_user = next((t for t in reversed(turns) if t.role == "user"), turns[-1])
     by_id = {t.id: t for t in turns}
     when = from_stored(session.last_turn_at)
-    for candidate in parsed.facts:
-        source = by_id.get(candidate.turn_id or -1, last_user)
-        pin = source.role == "user" and wants_pin(own_words(source.content))
-        try:
-            outcome = remember(
-                rt.conn,
-                replace(candidate.fact, pinned=pin),
-                source="digest",
-                now=when,
-                settings=rt.settings,
-                source_turn_id=source.id,
-            )
-        except (InvalidInput, NotFound) as exc:
-            notes.append(f"dropped a fact: {exc}")
-            continue
-        notes.append(outcome.describe())
+    notes += facts.store(
+        rt, parsed.facts, source="digest", when=when, turn_of=by_id, default_turn=last_user
+    )
     notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
     jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
     return notes

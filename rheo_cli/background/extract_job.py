@@ -3,22 +3,18 @@ and returns 0-3 facts, which go through the memory write path."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from .. import prompts
 from ..memory import items as item_store
 from ..memory import jobs, ledger
 from ..memory.db import write
-from ..memory.errors import InvalidInput, NotFound
 from ..memory.facts_json import parse_facts
 from ..memory.jobs import Job
-from ..memory.pins import own_words, wants_pin
-from ..memory.remember import remember
 from ..memory.render import clip, entry
 from ..memory.timeutil import from_stored, to_stored
 from ..runtime import Runtime
-from . import extractors
+from . import extractors, facts
 
 KNOWN_LIMIT = 40
 """At most this many known facts are shown to the extractor (matching ones first)."""
@@ -77,22 +73,10 @@ def run(rt: Runtime, job: Job) -> list[str]:
     notes = [f"fallback used after: {e}" for e in errors]
     parsed = parse_facts(text, known_ids=known, person_text=person.content, tz=when.tzinfo)
     notes.extend(parsed.notes)
-    pin = wants_pin(own_words(person.content))
     with write(rt.conn):  # the facts and the job's completion commit together
-        for candidate in parsed.facts:
-            try:
-                outcome = remember(
-                    rt.conn,
-                    replace(candidate.fact, pinned=pin),
-                    source="extractor",
-                    now=when,
-                    settings=rt.settings,
-                    source_turn_id=person.id,
-                )
-            except (InvalidInput, NotFound) as exc:
-                notes.append(f"dropped a fact: {exc}")
-                continue
-            notes.append(outcome.describe())
+        notes += facts.store(
+            rt, parsed.facts, source="extractor", when=when, turn_of={}, default_turn=person
+        )
         notes.append(f"{model}: {len(parsed.facts)} fact(s)")
         jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
     return notes

@@ -81,13 +81,13 @@ def list_(
 @command
 def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
     """Show one memory, every version of it and its whole history."""
-    from ..memory import events, items, remember
+    from ..memory import curation, events, items
 
     rt = runtime_for(profile)
     now = rt.now()
     item = items.get_item(rt.conn, rt.profile, item_id)
     history = events.history(rt.conn, rt.profile, item_id)
-    versions = remember.supersede_chain(rt.conn, rt.profile, item_id)
+    versions = curation.supersede_chain(rt.conn, rt.profile, item_id)
     if json_out:
         print_json(
             {
@@ -224,10 +224,10 @@ def add(
 
 
 def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
-    from ..memory import remember
+    from ..memory import curation
 
     rt = runtime_for(profile)
-    item = remember.CHANGES[action](rt.conn, rt.profile, item_id, rt.now())
+    item = curation.CHANGES[action](rt.conn, rt.profile, item_id, rt.now())
     if json_out:
         print_json(item.to_json(rt.now(), rt.settings))
         return
@@ -266,11 +266,11 @@ def forget(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> 
 @command
 def conflicts(json_out: Json = False, profile: Profile = None) -> None:
     """List contradicting pairs of confident facts awaiting your decision."""
-    from ..memory import remember
+    from ..memory import curation
 
     rt = runtime_for(profile)
     now = rt.now()
-    pairs = remember.conflicts(rt.conn, rt.profile)
+    pairs = curation.conflicts(rt.conn, rt.profile)
     if json_out:
         print_json(
             [

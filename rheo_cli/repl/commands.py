@@ -150,13 +150,13 @@ def _item_id(arg: str) -> int | None:
 def _change(action: str) -> Callable[[ReplState, str], None]:
     def handler(state: ReplState, arg: str) -> None:
         from ..cli.output import preview
-        from ..memory import remember
+        from ..memory import curation
 
         item_id = _item_id(arg)
         if item_id is None:
             state.say(f"usage: /{action} ID")
             return
-        item = remember.CHANGES[action](state.rt.conn, state.rt.profile, item_id, state.rt.now())
+        item = curation.CHANGES[action](state.rt.conn, state.rt.profile, item_id, state.rt.now())
         state.say(f"#{item.id} {action}: {preview(item.content_text(), 80)}")
 
     return handler
@@ -164,9 +164,9 @@ def _change(action: str) -> Callable[[ReplState, str], None]:
 
 def _conflicts(state: ReplState, arg: str) -> None:
     from ..cli.output import preview
-    from ..memory import remember
+    from ..memory import curation
 
-    pairs = remember.conflicts(state.rt.conn, state.rt.profile)
+    pairs = curation.conflicts(state.rt.conn, state.rt.profile)
     if not pairs:
         state.say("(no conflicts)")
     for newer, older in pairs:

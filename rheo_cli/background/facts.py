@@ -1,0 +1,45 @@
+"""Writing what a background job read out of a model's reply into memory, fact by fact."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from ..memory import ledger
+from ..memory.errors import InvalidInput, NotFound
+from ..memory.facts_json import Candidate
+from ..memory.pins import own_words, wants_pin
+from ..memory.remember import remember
+from ..runtime import Runtime
+
+
+def store(
+    rt: Runtime,
+    candidates: list[Candidate],
+    *,
+    source: str,
+    when: datetime,
+    turn_of: dict[int, ledger.Turn],
+    default_turn: ledger.Turn,
+) -> list[str]:
+    """Remember each candidate as learnt from its turn (``turn_of`` its cited turn id, else
+    ``default_turn``); pinned when the person's own words there ask to always remember it.
+    A fact rheo refuses is noted and skipped. Returns one note per fact."""
+    notes = []
+    for candidate in candidates:
+        turn = turn_of.get(candidate.turn_id or -1, default_turn)
+        pin = turn.role == "user" and wants_pin(own_words(turn.content))
+        try:
+            outcome = remember(
+                rt.conn,
+                replace(candidate.fact, pinned=pin),
+                source=source,
+                now=when,
+                settings=rt.settings,
+                source_turn_id=turn.id,
+            )
+        except (InvalidInput, NotFound) as exc:
+            notes.append(f"dropped a fact: {exc}")
+            continue
+        notes.append(outcome.describe())
+    return notes
