@@ -47,11 +47,6 @@ LINE_MIN = 50
 DIGEST_SESSION_WEIGHT = 0.3
 """Score added to turns of a session whose digest matches the message (times the digest's
 normalised bm25)."""
-WITH_TIME = True
-"""Whether history lines show the time of day besides the date."""
-SESSION_DECAY = 1.0
-"""Each further hit from an already represented session keeps this share of its score
-(1.0: no diversity penalty)."""
 
 
 @dataclass
@@ -321,12 +316,6 @@ def collect(
             if hit.session_id in weights:
                 hit.score += DIGEST_SESSION_WEIGHT * weights[hit.session_id]
     _neighbours(conn, profile, hits)
-    if SESSION_DECAY < 1.0:
-        seen: dict[int, int] = {}
-        for hit in sorted(hits.values(), key=lambda h: -h.score):
-            n = seen.get(hit.session_id, 0)
-            seen[hit.session_id] = n + 1
-            hit.score *= SESSION_DECAY**n
     per_line = max(LINE_MIN, int(budget * LINE_SHARE))
     lines: list[Line] = []
     # Only as many lines as the budget could ever hold are rendered (snippets cost time).
@@ -337,8 +326,7 @@ def collect(
     )[:keep]
     for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
-        when = display(hit.ts, tz) if WITH_TIME else display(hit.ts, tz)[:10]
-        prefix = f"[{when} #{hit.turn_id}] {hit.role}{mark}: "
+        prefix = f"[{display(hit.ts, tz)} #{hit.turn_id}] {hit.role}{mark}: "
         body = snippet(hit.content, per_line, scorer.counter(hit.content))
         lines.append(
             Line(
