@@ -115,3 +115,13 @@ def facts_reply(*facts: dict[str, Any]) -> Any:
     from fakeapi import text
 
     return text(json.dumps({"facts": list(facts)}))
+
+
+def api_env(api: Any, home: Path, **extra: str) -> dict[str, str]:
+    """This process's environment for a rheo subprocess talking to the fake API ``api`` with
+    RHEO_HOME ``home``; RHEO_WORKER is left unset (spawn) unless ``extra`` sets it."""
+    env = {k: v for k, v in os.environ.items() if k != "RHEO_WORKER"}
+    env.update(
+        ANTHROPIC_BASE_URL=api.base_url, ANTHROPIC_API_KEY="test-key", RHEO_HOME=str(home), **extra
+    )
+    return env

@@ -14,19 +14,11 @@ import time
 import netguard
 import pytest
 from fakeapi import error, text, tool_use
-from helpers import REPO, db_rows, run_rheo
+from helpers import REPO, api_env, db_rows, run_rheo
 
 
 def env_for(api, home, **extra):
-    env = {k: v for k, v in os.environ.items() if k != "RHEO_WORKER"}
-    env.update(
-        ANTHROPIC_BASE_URL=api.base_url,
-        ANTHROPIC_API_KEY="test-key",
-        RHEO_HOME=str(home),
-        RHEO_WORKER="off",
-        **extra,
-    )
-    return env
+    return api_env(api, home, RHEO_WORKER="off", **extra)
 
 
 def one_line(stderr: bytes | str) -> str:

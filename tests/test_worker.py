@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -11,19 +10,11 @@ import time
 
 import netguard
 from fakeapi import hang, text
-from helpers import REPO, db_rows, facts_reply, kind_of, route, run_rheo
+from helpers import REPO, api_env, db_rows, facts_reply, kind_of, route, run_rheo
 
 
 def _env(api, home, **extra):
-    env = {k: v for k, v in os.environ.items() if k != "RHEO_WORKER"}
-    env.update(
-        ANTHROPIC_BASE_URL=api.base_url,
-        ANTHROPIC_API_KEY="k",
-        RHEO_HOME=str(home),
-        RHEO_NOW="2026-03-03T10:00:00+00:00",
-        **extra,
-    )
-    return env
+    return api_env(api, home, **{"RHEO_NOW": "2026-03-03T10:00:00+00:00", **extra})
 
 
 def wait_for(predicate, timeout=20.0):
