@@ -36,13 +36,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rheo_cli.memory import context, db, digests, ledger  # noqa: E402
-from rheo_cli.memory.remember import Fact, remember  # noqa: E402
-from rheo_cli.memory.render import entry  # noqa: E402
-from rheo_cli.memory.settings import Settings  # noqa: E402
-from rheo_cli.memory.sources import turn_prefix  # noqa: E402
-from rheo_cli.memory.timeutil import to_stored  # noqa: E402
-from rheo_cli.memory.tokens import estimate  # noqa: E402
+from rheo_cli.memory.context import assemble as context
+from rheo_cli.memory.context.sources import turn_prefix
+from rheo_cli.memory.facts.remember import Fact, remember
+from rheo_cli.memory.ledger import digests
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.settings import Settings
+from rheo_cli.memory.store.timeutil import to_stored
+from rheo_cli.memory.text.render import entry
+from rheo_cli.memory.text.tokens import estimate
 
 DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "locomo10.json"
 BUDGETS = (500, 1000, 2000, 4000)

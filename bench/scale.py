@@ -40,9 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from rheo_cli.memory import context, db, digests, items, ledger  # noqa: E402
-from rheo_cli.memory.bulk import ItemIn, TurnIn, import_items, import_turns  # noqa: E402
-from rheo_cli.memory.settings import Settings  # noqa: E402
+from rheo_cli.memory.bulk import ItemIn, TurnIn, import_items, import_turns
+from rheo_cli.memory.context import assemble as context
+from rheo_cli.memory.facts import items
+from rheo_cli.memory.ledger import digests
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.settings import Settings
 
 SIZES = (10_000, 100_000, 1_000_000)
 PROFILE = "default"

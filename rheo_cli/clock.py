@@ -12,8 +12,8 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 
 from .errors import UsageError
-from .memory.errors import InvalidInput
-from .memory.timeutil import local_zone, parse_instant
+from .memory.store.errors import InvalidInput
+from .memory.store.timeutil import local_zone, parse_instant
 
 Clock = Callable[[], datetime]
 

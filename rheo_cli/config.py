@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .memory.settings import Settings
+from .memory.store.settings import Settings
 
 DEFAULT_MODEL = "claude-sonnet-5-5"
 DEFAULT_EXTRACT_MODEL = "claude-haiku-5-5"

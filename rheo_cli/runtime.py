@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 from . import clock as clock_mod
 from . import config as config_mod
 from .errors import ConfigError, UsageError
-from .memory import db
-from .memory.errors import InvalidInput
-from .memory.profiles import DEFAULT_PROFILE, check_profile
-from .memory.settings import Settings
+from .memory.store import db
+from .memory.store.errors import InvalidInput
+from .memory.store.profiles import DEFAULT_PROFILE, check_profile
+from .memory.store.settings import Settings
 from .paths import Paths, resolve
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from helpers import LOCOMO, REPO
 sys.path.insert(0, str(REPO / "bench"))
 import locomo  # noqa: E402
 
-from rheo_cli.memory.settings import Settings  # noqa: E402
+from rheo_cli.memory.store.settings import Settings  # noqa: E402
 
 RECALL_FLOOR_2000 = 0.80
 """Measured 0.829 on conv-26 at 2,000 tokens when this floor was last checked (BENCHMARKS.md)."""

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rheo_cli.memory import bulk, db, ledger
-from rheo_cli.memory.errors import InvalidInput
+from rheo_cli.memory import bulk
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import InvalidInput
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

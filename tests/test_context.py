@@ -10,10 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rheo_cli.memory import context, db, ledger
-from rheo_cli.memory.settings import Settings
-from rheo_cli.memory.timeutil import to_stored
-from rheo_cli.memory.tokens import estimate
+from rheo_cli.memory.context import assemble as context
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.settings import Settings
+from rheo_cli.memory.store.timeutil import to_stored
+from rheo_cli.memory.text.tokens import estimate
 
 T0 = datetime(2026, 6, 16, 21, 0, tzinfo=UTC)
 S = Settings()

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rheo_cli.memory.facts_json import parse_facts
+from rheo_cli.memory.facts.parsing import parse_facts
 
 GOOD = '{"category": "goal", "topic": "customers", "label": "Wants 50 customers by Q3"}'
 PERSON = "We want to hit 50 customers by Q3 and I love the tea at the office"

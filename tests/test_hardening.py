@@ -204,7 +204,8 @@ def test_insert_or_replace_cannot_rewrite_the_ledger(rheo, api, home):
 def test_rheo_itself_refuses_insert_or_replace(tmp_path):
     from datetime import UTC, datetime
 
-    from rheo_cli.memory import db, ledger
+    from rheo_cli.memory.ledger import turns as ledger
+    from rheo_cli.memory.store import db
 
     conn = db.open_store(tmp_path / "r.db")
     ledger.append_turn(
@@ -223,7 +224,7 @@ def test_rheo_itself_refuses_insert_or_replace(tmp_path):
 
 
 def test_database_held_past_the_busy_timeout_is_one_line(rheo, api, home, monkeypatch):
-    from rheo_cli.memory import db
+    from rheo_cli.memory.store import db
 
     rheo("ask", "first")
     monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.3)
@@ -242,7 +243,7 @@ def test_reply_is_stored_when_the_lock_clears_later(rheo, api, home, monkeypatch
     """A lock taken while the reply streams: rheo waits again rather than lose the reply."""
     import threading
 
-    from rheo_cli.memory import db
+    from rheo_cli.memory.store import db
 
     monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.3)
 
@@ -312,8 +313,10 @@ def test_tool_calls_without_any_answer_are_an_error(rheo, api, home):
 def test_concurrent_replies_are_shown_after_their_questions(tmp_path):
     from datetime import UTC, datetime, timedelta
 
-    from rheo_cli.memory import context, db, ledger
-    from rheo_cli.memory.settings import Settings
+    from rheo_cli.memory.context import assemble as context
+    from rheo_cli.memory.ledger import turns as ledger
+    from rheo_cli.memory.store import db
+    from rheo_cli.memory.store.settings import Settings
 
     conn = db.open_store(tmp_path / "c.db")
     t0 = datetime(2026, 1, 1, tzinfo=UTC)

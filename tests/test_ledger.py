@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rheo_cli.memory import db, ledger, sessions
-from rheo_cli.memory.errors import InvalidInput
+from rheo_cli.memory.ledger import sessions
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import InvalidInput
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 GAP = 2 * 3600.0

@@ -9,11 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rheo_cli.memory import curation, db, events, items, ledger, remember
-from rheo_cli.memory.decay import effective_confidence
-from rheo_cli.memory.errors import InvalidInput
-from rheo_cli.memory.remember import Fact
-from rheo_cli.memory.settings import Settings
+from rheo_cli.memory.facts import curation, events, items, remember
+from rheo_cli.memory.facts.decay import effective_confidence
+from rheo_cli.memory.facts.remember import Fact
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import InvalidInput
+from rheo_cli.memory.store.settings import Settings
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 S = Settings()

@@ -10,11 +10,14 @@ import pytest
 from fakeapi import text, tool_use
 from helpers import db_rows, facts_reply, route
 
-from rheo_cli.memory import curation, db, items, jobs, ledger, remember
-from rheo_cli.memory.errors import InvalidInput
-from rheo_cli.memory.remember import Fact
-from rheo_cli.memory.render import entry
-from rheo_cli.memory.settings import Settings
+from rheo_cli.memory import jobs
+from rheo_cli.memory.facts import curation, items, remember
+from rheo_cli.memory.facts.remember import Fact
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import InvalidInput
+from rheo_cli.memory.store.settings import Settings
+from rheo_cli.memory.text.render import entry
 
 T0 = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
 S = Settings()

@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from rheo_cli.memory import context, db, digests, ledger
-from rheo_cli.memory.remember import Fact, remember
-from rheo_cli.memory.settings import Settings
+from rheo_cli.memory.context import assemble as context
+from rheo_cli.memory.facts.remember import Fact, remember
+from rheo_cli.memory.ledger import digests
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.settings import Settings
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 S = Settings()

@@ -7,10 +7,13 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rheo_cli.memory import context, db, digests, ledger
-from rheo_cli.memory.query import analyse
-from rheo_cli.memory.settings import Settings
-from rheo_cli.memory.timeexpr import resolve
+from rheo_cli.memory.context import assemble as context
+from rheo_cli.memory.ledger import digests
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.retrieval.query import analyse
+from rheo_cli.memory.retrieval.timeexpr import resolve
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.settings import Settings
 
 SUNDAY = datetime(2026, 11, 29, 21, 0, tzinfo=timezone(timedelta(hours=1)))
 S = Settings()

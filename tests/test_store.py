@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from rheo_cli.memory import db, ledger, migrations
-from rheo_cli.memory.errors import StoreError
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db, migrations
+from rheo_cli.memory.store.errors import StoreError
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

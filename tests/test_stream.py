@@ -7,7 +7,7 @@ import io
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rheo_cli.cli.stream import ReplyWriter, settled_prefix
+from rheo_cli.ui.stream import ReplyWriter, settled_prefix
 
 REPLY = (
     "First paragraph here.\n\nSecond one, a little longer.\n\n"

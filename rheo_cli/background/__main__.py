@@ -6,7 +6,7 @@ import sys
 
 from .. import runtime
 from ..errors import RheoError
-from ..memory.errors import EngineError
+from ..memory.store.errors import EngineError
 
 
 def main() -> int:

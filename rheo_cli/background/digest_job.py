@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from .. import prompts
-from ..memory import jobs, ledger, sessions
-from ..memory.db import write
-from ..memory.digests import store_digest
-from ..memory.facts_json import Parsed, parse_facts
+from ..memory import jobs
+from ..memory.facts.parsing import Parsed, parse_facts
 from ..memory.jobs import Job
-from ..memory.render import clip, entry
-from ..memory.timeutil import from_stored, to_stored
+from ..memory.ledger import sessions
+from ..memory.ledger import turns as ledger
+from ..memory.ledger.digests import store_digest
+from ..memory.store.db import write
+from ..memory.store.timeutil import from_stored, to_stored
+from ..memory.text.render import clip, entry
 from ..runtime import Runtime
 from . import extractors, facts
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from .. import prompts
-from ..memory import items as item_store
-from ..memory import jobs, ledger
-from ..memory.db import write
-from ..memory.facts_json import parse_facts
+from ..memory import jobs
+from ..memory.facts import items as item_store
+from ..memory.facts.parsing import parse_facts
 from ..memory.jobs import Job
-from ..memory.render import clip, entry
-from ..memory.timeutil import from_stored, to_stored
+from ..memory.ledger import turns as ledger
+from ..memory.store.db import write
+from ..memory.store.timeutil import from_stored, to_stored
+from ..memory.text.render import clip, entry
 from ..runtime import Runtime
 from . import extractors, facts
 

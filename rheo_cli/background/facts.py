@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from ..memory import ledger
-from ..memory.errors import InvalidInput, NotFound
-from ..memory.facts_json import Candidate
-from ..memory.pins import own_words, wants_pin
-from ..memory.remember import remember
+from ..memory.facts.parsing import Candidate
+from ..memory.facts.pins import own_words, wants_pin
+from ..memory.facts.remember import remember
+from ..memory.ledger import turns as ledger
+from ..memory.store.errors import InvalidInput, NotFound
 from ..runtime import Runtime
 
 

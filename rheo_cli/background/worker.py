@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..memory import jobs
-from ..memory.errors import EngineError
-from ..memory.timeutil import to_stored
+from ..memory.store.errors import EngineError
+from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
 from ..runtime import Runtime
 from . import digest_job, extract_job
@@ -227,3 +227,10 @@ def kick(rt: Runtime) -> None:
         return
     with contextlib.suppress(OSError):
         spawn(rt)
+
+
+def kick_background(rt: Runtime) -> None:
+    """Start the background worker for queued jobs; never raises, because memory work must not
+    disturb the chat ("no memory is better than a failed chat", Solid# article)."""
+    with contextlib.suppress(Exception):
+        kick(rt)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import ExitStatus
-from . import signals
+from ..ui import signals
 from .errors import command, say_error
 from .inputs import compose, read_stdin
 from .options import Json, Model, New, Profile
@@ -33,15 +33,16 @@ def ask(
 
     anthropic_api.preload()
     signals.install()
-    from ..assistant import TurnFailed, TurnInterrupted, outcome_json
-    from .output import print_json
-    from .wiring import kick_background, make_assistant
+    from ..background.worker import kick_background
+    from ..turn.assistant import TurnFailed, TurnInterrupted, outcome_json
+    from ..turn.wiring import make_assistant
+    from ..ui.output import print_json
 
     message = compose(text, read_stdin())
     rt = runtime_for(profile, model)
     assistant = make_assistant(rt)
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
-    from .stream import ReplyWriter
+    from ..ui.stream import ReplyWriter
 
     writer = ReplyWriter(rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty())
     provider = rt.provider()

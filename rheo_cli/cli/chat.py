@@ -20,7 +20,7 @@ def chat(new: New = False, model: Model = None, profile: Profile = None) -> None
 
     anthropic_api.preload()
     from ..repl.app import run_repl
-    from . import signals
+    from ..ui import signals
 
     signals.install()
 

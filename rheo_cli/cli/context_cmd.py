@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
+from ..ui.output import print_json
 from .errors import command
 from .inputs import read_stdin
 from .options import Json, Profile
-from .output import print_json
 from .state import runtime_for
 
 
@@ -35,8 +35,8 @@ def context(
     if piped and piped.strip():
         message = f"{message}\n\n<stdin>\n{piped.strip()}\n</stdin>" if message else piped.strip()
     rt = runtime_for(profile)
-    from ..assistant import preview
-    from .wiring import tool_specs
+    from ..turn.assistant import preview
+    from ..turn.wiring import tool_specs
 
     info = preview(rt, message, budget=budget, tools=tool_specs())
     if json_out:

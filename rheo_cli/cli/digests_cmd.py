@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
+from ..ui.output import local, preview, print_json, safe
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
-from .output import local, preview, print_json, safe
 from .state import runtime_for
 
 app = typer.Typer(
@@ -26,7 +26,7 @@ jobs_app = typer.Typer(
 @command
 def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
     """List digests, newest session first."""
-    from ..memory import digests
+    from ..memory.ledger import digests
 
     rt = runtime_for(profile)
     found = digests.list_digests(rt.conn, rt.profile, limit=limit)
@@ -48,7 +48,7 @@ def show(
     profile: Profile = None,
 ) -> None:
     """Show one digest in full."""
-    from ..memory import digests
+    from ..memory.ledger import digests
 
     rt = runtime_for(profile)
     d = digests.get_digest(rt.conn, rt.profile, digest_id)
@@ -88,7 +88,7 @@ def maintain(json_out: Json = False, profile: Profile = None) -> None:
 
     from ..background.worker import run_pending
     from ..memory import jobs
-    from ..memory.timeutil import to_stored
+    from ..memory.store.timeutil import to_stored
 
     rt = runtime_for(profile)
     now = rt.now()

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import errno
 import functools
-import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import typer
 
 from ..errors import ExitStatus, RheoError
-from ..memory.errors import EngineError, InvalidInput, NotFound
+from ..memory.store.errors import EngineError, InvalidInput, NotFound
+from ..ui.output import quiet_stdout
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -54,17 +54,6 @@ def database_message(exc: sqlite3.Error) -> str:
     return f"database error: {text}"
 
 
-def quiet_stdout(stream: Any = None) -> None:
-    """Point ``stream`` (stdout) at /dev/null after its reader went away, so that nothing
-    written later, nor the flush at exit, fails."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, (stream or sys.stdout).fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
-
 @contextmanager
 def reported() -> Iterator[None]:
     """Turn rheo's errors into one stderr line and ``typer.Exit(status)``.
@@ -92,7 +81,7 @@ def reported() -> Iterator[None]:
             raise typer.Exit(int(ExitStatus.ERROR)) from None
         raise
     except KeyboardInterrupt as stop:
-        from .signals import exit_status
+        from ..ui.signals import exit_status
 
         say_error("interrupted")
         raise typer.Exit(exit_status(stop)) from None

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
+from ..ui.output import print_json, turn_line
 from .errors import command
 from .options import Json, Limit, Profile
-from .output import print_json, turn_line
 from .state import runtime_for
 
 app = typer.Typer(
@@ -33,7 +33,7 @@ def search(
     profile: Profile = None,
 ) -> None:
     """Find turns containing every word of QUERY, best matches first."""
-    from ..memory import ledger
+    from ..memory.ledger import turns as ledger
 
     rt = runtime_for(profile)
     found = ledger.search_turns(rt.conn, rt.profile, query, limit=limit)
@@ -47,7 +47,7 @@ def search(
 @command
 def recent(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
     """Show the last turns, oldest first."""
-    from ..memory import ledger
+    from ..memory.ledger import turns as ledger
 
     rt = runtime_for(profile)
     turns = ledger.recent_turns(rt.conn, rt.profile, limit)

@@ -12,10 +12,11 @@ import sys
 import typer
 
 from ..errors import ExitStatus
+from ..ui.output import quiet_stdout
 from . import ask as ask_cmd
 from . import chat as chat_cmd
 from . import context_cmd, digests_cmd, history, memory_cmd, paths_cmd, sessions_cmd
-from .errors import quiet_stdout, say_error
+from .errors import say_error
 from .options import Model, New, Profile
 from .state import GLOBAL
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from ..errors import UsageError
+from ..ui.items import item_line
+from ..ui.output import local, preview, print_json, safe
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
-from .output import local, preview, print_json, safe
 from .state import runtime_for
 
 app = typer.Typer(
@@ -27,22 +28,6 @@ ItemId = Annotated[
 ]
 
 
-def item_line(item: Any, now: Any, settings: Any) -> str:
-    """One line per item for listings."""
-    flags = []
-    if item.pinned:
-        flags.append("pinned")
-    if item.status != "active":
-        flags.append(item.status)
-    if item.conflict_with:
-        flags.append(f"conflicts with #{item.conflict_with}")
-    extra = f"  [{', '.join(flags)}]" if flags else ""
-    return (
-        f"#{item.id:<5} {item.category:<11} {item.effective(now, settings):.2f}  "
-        f"{local(item.reinforced_at, now)[:10]}  {preview(item.content_text(), 70)}{extra}"
-    )
-
-
 @app.command("list")
 @command
 def list_(
@@ -56,7 +41,7 @@ def list_(
     profile: Profile = None,
 ) -> None:
     """List active memories, most confident first (with --all: every item, newest first)."""
-    from ..memory import items
+    from ..memory.facts import items
 
     if category is not None and category not in items.CATEGORIES:
         raise UsageError(f"unknown category {category!r}; use one of {', '.join(items.CATEGORIES)}")
@@ -81,7 +66,7 @@ def list_(
 @command
 def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
     """Show one memory, every version of it and its whole history."""
-    from ..memory import curation, events, items
+    from ..memory.facts import curation, events, items
 
     rt = runtime_for(profile)
     now = rt.now()
@@ -140,7 +125,7 @@ def search(
     profile: Profile = None,
 ) -> None:
     """Find memories whose topic or content match QUERY."""
-    from ..memory import items
+    from ..memory.facts import items
 
     rt = runtime_for(profile)
     now = rt.now()
@@ -176,9 +161,9 @@ def add(
     profile: Profile = None,
 ) -> None:
     """Add a memory by hand (or reinforce the same fact, or replace one on the topic)."""
-    from ..memory.errors import InvalidInput
-    from ..memory.remember import Fact, remember
-    from ..memory.timeutil import parse_instant, to_stored
+    from ..memory.facts.remember import Fact, remember
+    from ..memory.store.errors import InvalidInput
+    from ..memory.store.timeutil import parse_instant, to_stored
 
     rt = runtime_for(profile)
     due_at = None
@@ -224,7 +209,7 @@ def add(
 
 
 def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
-    from ..memory import curation
+    from ..memory.facts import curation
 
     rt = runtime_for(profile)
     item = curation.CHANGES[action](rt.conn, rt.profile, item_id, rt.now())
@@ -266,7 +251,7 @@ def forget(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> 
 @command
 def conflicts(json_out: Json = False, profile: Profile = None) -> None:
     """List contradicting pairs of confident facts awaiting your decision."""
-    from ..memory import curation
+    from ..memory.facts import curation
 
     rt = runtime_for(profile)
     now = rt.now()
@@ -304,7 +289,7 @@ def items_list(
     profile: Profile = None,
 ) -> None:
     """List open items (commitments), soonest due first."""
-    from ..memory import items
+    from ..memory.facts import items
 
     rt = runtime_for(profile)
     now = rt.now()

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from ..ui.output import print_json
 from .errors import command
 from .options import Json, Profile
-from .output import print_json
 
 
 @command
@@ -13,8 +13,8 @@ def paths(json_out: Json = False, profile: Profile = None) -> None:
     import os
 
     from ..errors import UsageError
-    from ..memory.errors import InvalidInput
-    from ..memory.profiles import DEFAULT_PROFILE, check_profile
+    from ..memory.store.errors import InvalidInput
+    from ..memory.store.profiles import DEFAULT_PROFILE, check_profile
     from ..paths import resolve
     from .state import GLOBAL
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from ..ui.output import local, print_json
 from .errors import command
 from .options import Json, Limit, Profile
-from .output import local, print_json
 from .state import runtime_for
 
 app = typer.Typer(rich_markup_mode=None, help="List conversation sessions.", no_args_is_help=True)
@@ -16,7 +16,7 @@ app = typer.Typer(rich_markup_mode=None, help="List conversation sessions.", no_
 @command
 def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
     """Show the last sessions, newest first, with their turn counts."""
-    from ..memory import sessions
+    from ..memory.ledger import sessions
 
     rt = runtime_for(profile)
     found = sessions.list_sessions(rt.conn, rt.profile, limit=limit)

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .db import write
-from .errors import InvalidInput
-from .items import CATEGORIES
-from .migrations import CJK_GLOB
-from .normalize import content_key, topic_key
-from .sessions import latest_session
-from .timeutil import from_stored, to_stored
+from .facts.equivalence import content_key, topic_key
+from .facts.items import CATEGORIES
+from .ledger.sessions import latest_session
+from .store.db import write
+from .store.errors import InvalidInput
+from .store.migrations import CJK_GLOB
+from .store.timeutil import from_stored, to_stored
 
 BATCH = 20_000
 IMPORT_CACHE_KIB = 128 * 1024

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .db import write
+from .store.db import write
 
 KINDS = ("extract", "digest")
 MAX_ATTEMPTS = 5

@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Any, TextIO
 
-from ..cli.signals import Terminated
 from ..runtime import Runtime
+from ..ui.signals import Terminated
 from . import commands
 
 PROMPT = "› "
@@ -35,7 +35,7 @@ def make_session(rt: Runtime, *, input: Any = None, output: Any = None) -> Any:
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-    from ..memory.db import ensure_private_dir
+    from ..memory.store.db import ensure_private_dir
 
     history: Any
     try:
@@ -70,7 +70,7 @@ def run_repl(
 ) -> None:
     """Run the REPL until ``/exit`` or Ctrl-D. ``input``/``output`` are prompt-toolkit's (tests
     pass a pipe input and a dummy output); replies and notices go to ``out`` (stdout)."""
-    from ..cli.wiring import make_assistant
+    from ..turn.wiring import make_assistant
 
     stream = out or sys.stdout
     show_rendered = stream.isatty() if rendered is None else rendered

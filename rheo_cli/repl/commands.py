@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from ..assistant import Assistant, TurnFailed, TurnInterrupted
 from ..runtime import Runtime
+from ..turn.assistant import Assistant, TurnFailed, TurnInterrupted
 
 HELP = """\
 /help             this list
@@ -43,8 +43,8 @@ class ReplState:
 
 def run_turn(state: ReplState, text: str) -> None:
     """Send ``text`` to the model and show the streamed reply; errors become one line."""
-    from ..cli.stream import ReplyWriter
-    from ..cli.wiring import kick_background
+    from ..background.worker import kick_background
+    from ..ui.stream import ReplyWriter
 
     writer = ReplyWriter(
         rendered=state.rendered, out=state.out, spinner=state.rendered, spinner_out=state.out
@@ -57,7 +57,7 @@ def run_turn(state: ReplState, text: str) -> None:
     except TurnInterrupted as exc:
         writer.finish()
         state.say(f"\n[interrupted — the partial reply is kept as turn #{exc.turn.id}]")
-        from ..cli.signals import Terminated
+        from ..ui.signals import Terminated
 
         if isinstance(exc.cause, Terminated):
             raise exc.cause from None
@@ -82,8 +82,8 @@ def _exit(state: ReplState, arg: str) -> None:
 
 
 def _context(state: ReplState, arg: str) -> None:
-    from ..assistant import preview
-    from ..cli.wiring import tool_specs
+    from ..turn.assistant import preview
+    from ..turn.wiring import tool_specs
 
     info = preview(state.rt, arg, tools=tool_specs())
     for section in info["sections"]:
@@ -96,8 +96,8 @@ def _context(state: ReplState, arg: str) -> None:
 
 
 def _history(state: ReplState, arg: str) -> None:
-    from ..cli.output import turn_line
-    from ..memory import ledger
+    from ..memory.ledger import turns as ledger
+    from ..ui.output import turn_line
 
     if not arg.strip():
         state.say("usage: /history QUERY")
@@ -111,8 +111,8 @@ def _history(state: ReplState, arg: str) -> None:
 
 
 def _memory(state: ReplState, arg: str) -> None:
-    from ..cli.memory_cmd import item_line
-    from ..memory import items
+    from ..memory.facts import items
+    from ..ui.items import item_line
 
     rt = state.rt
     now = rt.now()
@@ -128,8 +128,8 @@ def _memory(state: ReplState, arg: str) -> None:
 
 
 def _items(state: ReplState, arg: str) -> None:
-    from ..cli.output import preview
-    from ..memory import items
+    from ..memory.facts import items
+    from ..ui.output import preview
 
     found = items.list_items(state.rt.conn, state.rt.profile, category="open_item")
     if not found:
@@ -149,8 +149,8 @@ def _item_id(arg: str) -> int | None:
 
 def _change(action: str) -> Callable[[ReplState, str], None]:
     def handler(state: ReplState, arg: str) -> None:
-        from ..cli.output import preview
-        from ..memory import curation
+        from ..memory.facts import curation
+        from ..ui.output import preview
 
         item_id = _item_id(arg)
         if item_id is None:
@@ -163,8 +163,8 @@ def _change(action: str) -> Callable[[ReplState, str], None]:
 
 
 def _conflicts(state: ReplState, arg: str) -> None:
-    from ..cli.output import preview
-    from ..memory import curation
+    from ..memory.facts import curation
+    from ..ui.output import preview
 
     pairs = curation.conflicts(state.rt.conn, state.rt.profile)
     if not pairs:
@@ -177,8 +177,8 @@ def _conflicts(state: ReplState, arg: str) -> None:
 
 
 def _digests(state: ReplState, arg: str) -> None:
-    from ..cli.output import local, preview
-    from ..memory import digests
+    from ..memory.ledger import digests
+    from ..ui.output import local, preview
 
     found = digests.list_digests(state.rt.conn, state.rt.profile, limit=5)
     if not found:
@@ -218,7 +218,7 @@ def run_slash(state: ReplState, line: str) -> None:
     try:
         handler(state, arg.strip())
     except Exception as exc:  # noqa: BLE001 - a slash command never ends the REPL
-        from ..memory.errors import EngineError
+        from ..memory.store.errors import EngineError
 
         if not isinstance(exc, EngineError):
             raise

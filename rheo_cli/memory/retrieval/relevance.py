@@ -18,7 +18,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .normalize import _stem, _strip_accents
+from ..facts.equivalence import _stem, _strip_accents
 from .query import Query
 
 COVERAGE_WEIGHT = 0.8

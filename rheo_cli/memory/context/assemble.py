@@ -19,9 +19,8 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
-from . import budget as budgeting
-from . import sources
-from .lines import (
+from ..ledger.sessions import active_session, get_session
+from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
@@ -31,9 +30,10 @@ from .lines import (
     STABLE,
     Line,
 )
-from .sessions import active_session, get_session
-from .settings import Settings
-from .tokens import estimate
+from ..store.settings import Settings
+from ..text.tokens import estimate
+from . import budget as budgeting
+from . import sources
 
 SEPARATOR = "---"
 LARGE_MESSAGE_TOKENS = 150_000

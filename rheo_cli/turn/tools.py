@@ -11,15 +11,15 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from .memory import items as item_store
-from .memory import ledger
-from .memory.facts_json import read_fact
-from .memory.items import CATEGORIES
-from .memory.pins import own_words, wants_pin
-from .memory.remember import remember, writes_from_turn
-from .memory.render import entry
-from .providers.base import ToolCall, ToolSpec
-from .runtime import Runtime
+from ..memory.facts import items as item_store
+from ..memory.facts.items import CATEGORIES
+from ..memory.facts.parsing import read_fact
+from ..memory.facts.pins import own_words, wants_pin
+from ..memory.facts.remember import remember, writes_from_turn
+from ..memory.ledger import turns as ledger
+from ..memory.text.render import entry
+from ..providers.base import ToolCall, ToolSpec
+from ..runtime import Runtime
 
 WRITE_MEMORY = ToolSpec(
     name="write_memory",
@@ -153,7 +153,7 @@ def run_tool(rt: Runtime, call: ToolCall, turn: ledger.Turn) -> str:
     try:
         return runner(rt, call.input, turn)
     except Exception as exc:  # noqa: BLE001 - a tool failure is reported to the model
-        from .memory.errors import EngineError
+        from ..memory.store.errors import EngineError
 
         if isinstance(exc, EngineError):
             return f"error: {exc}"

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import fts
+from ..store.errors import NotFound
+from ..store.settings import Settings
+from ..store.timeutil import from_stored
+from ..text import fts
 from .decay import effective_confidence
-from .errors import NotFound
-from .settings import Settings
-from .timeutil import from_stored
 
 CATEGORIES = (
     "goal",

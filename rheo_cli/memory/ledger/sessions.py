@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .errors import NotFound
-from .timeutil import from_stored
+from ..store.errors import NotFound
+from ..store.timeutil import from_stored
 
 DEFAULT_GAP_S = 2 * 3600.0
 """The default session gap, in seconds."""

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from . import prompts
-from .memory import context as context_mod
-from .memory import ledger
-from .memory.context import Context
-from .providers.base import (
+from .. import prompts
+from ..memory.context import assemble as context_mod
+from ..memory.context.assemble import Context
+from ..memory.ledger import turns as ledger
+from ..providers.base import (
     ChatRequest,
     Finished,
     Provider,
@@ -28,7 +28,7 @@ from .providers.base import (
     ToolCall,
     Usage,
 )
-from .runtime import Runtime
+from ..runtime import Runtime
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_TOOL_ROUNDS = 6

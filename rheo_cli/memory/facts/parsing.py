@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, tzinfo
 from typing import Any
 
-from . import language
-from .errors import InvalidInput
+from ..store.errors import InvalidInput
+from ..store.timeutil import parse_instant, to_stored
+from ..text import language
+from .equivalence import topic_key
 from .items import CATEGORIES
-from .normalize import topic_key
 from .remember import LABEL_MAX, Fact
-from .timeutil import parse_instant, to_stored
 
 MAX_FACTS = 3
 """Seed 2: the extractor returns 0-3 facts per exchange."""

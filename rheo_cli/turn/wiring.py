@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
-from ..assistant import Assistant
-from ..memory import jobs, ledger
-from ..memory.timeutil import to_stored
+from ..memory import jobs
+from ..memory.ledger import turns as ledger
+from ..memory.store.timeutil import to_stored
 from ..runtime import Runtime
+from .assistant import Assistant
 
 
 def tool_specs() -> list[Any]:
     """The tools offered to Claude in a chat call."""
-    from ..tools import SPECS
+    from .tools import SPECS
 
     return list(SPECS)
 
@@ -21,7 +21,7 @@ def tool_specs() -> list[Any]:
 def make_assistant(rt: Runtime) -> Assistant:
     """An Assistant for ``rt``: memory tools, an extraction job after each reply and a digest
     job when a session closes (run by the background worker, see `background.worker.kick`)."""
-    from ..tools import run_tool
+    from .tools import run_tool
 
     def after_reply(user_turn: ledger.Turn, reply: ledger.Turn) -> None:
         jobs.enqueue(rt.conn, profile=rt.profile, kind="extract", ref_id=reply.id, ts=reply.ts)
@@ -42,13 +42,3 @@ def make_assistant(rt: Runtime) -> Assistant:
         after_reply=after_reply,
         on_session_closed=on_session_closed,
     )
-
-
-def kick_background(rt: Runtime) -> None:
-    """Start the background worker for queued jobs (never raises: memory work must not
-    disturb the chat)."""
-    from ..background.worker import kick
-
-    # No memory is better than a failed chat (seed 2).
-    with contextlib.suppress(Exception):
-        kick(rt)

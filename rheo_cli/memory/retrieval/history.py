@@ -15,12 +15,12 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
-from . import digests as digest_store
+from ..ledger import digests as digest_store
+from ..store.timeutil import display, from_stored, to_stored
+from ..text.render import clip, entry, snippet
 from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
-from .render import clip, entry, snippet
-from .timeutil import display, from_stored, to_stored
 
 CANDIDATES = 40
 """Turns taken from the word index before re-ranking."""

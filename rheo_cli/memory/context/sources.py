@@ -9,16 +9,24 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, tzinfo
 
-from . import digests as digest_store
-from . import items as item_store
-from . import ledger, relevant
-from .errors import NotFound
-from .lines import CURRENT_MEMORY, CURRENT_SESSION, EPISODIC, OPEN_ITEMS, RELEVANT_HISTORY, Line
-from .query import Query, analyse
-from .relevance import COVERAGE_WEIGHT, Scorer
-from .render import INDENT, clip, entry
-from .settings import Settings
-from .timeutil import display, from_stored
+from ..facts import items as item_store
+from ..ledger import digests as digest_store
+from ..ledger import turns as ledger
+from ..retrieval import history as relevant
+from ..retrieval.lines import (
+    CURRENT_MEMORY,
+    CURRENT_SESSION,
+    EPISODIC,
+    OPEN_ITEMS,
+    RELEVANT_HISTORY,
+    Line,
+)
+from ..retrieval.query import Query, analyse
+from ..retrieval.relevance import COVERAGE_WEIGHT, Scorer
+from ..store.errors import NotFound
+from ..store.settings import Settings
+from ..store.timeutil import display, from_stored
+from ..text.render import INDENT, clip, entry
 
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""

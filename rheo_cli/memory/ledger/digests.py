@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from .db import write
-from .errors import NotFound
+from ..store.db import write
+from ..store.errors import NotFound
 
 
 @dataclass(frozen=True)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..memory.ledger import Turn
+    from ..memory.ledger.turns import Turn
 
-from ..memory.timeutil import display
+from ..memory.store.timeutil import display
 
 
 def print_json(value: Any) -> None:
@@ -52,3 +53,14 @@ def turn_line(turn: Turn, now: datetime, width: int = 90) -> str:
         f"#{turn.id:<6} {local(turn.ts, now)}  s{turn.session_id:<4} {role:<21} "
         f"{preview(text, width)}"
     )
+
+
+def quiet_stdout(stream: Any = None) -> None:
+    """Point ``stream`` (stdout) at /dev/null after its reader went away, so that nothing
+    written later, nor the flush at exit, fails."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, (stream or sys.stdout).fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from ..store.db import write
+from ..store.errors import InvalidInput, NotFound
+from ..store.settings import Settings
+from ..store.timeutil import to_stored
 from . import events
-from .db import write
-from .errors import InvalidInput, NotFound
+from .equivalence import content_key, equivalent, topic_key
 from .items import CATEGORIES, MemoryItem, get_item, list_items, row_to_item
-from .normalize import content_key, equivalent, topic_key
-from .settings import Settings
-from .timeutil import to_stored
 
 SOURCES = ("tool", "extractor", "digest", "manual", "import")
 LABEL_MAX = 500

@@ -170,7 +170,7 @@ class ReplyWriter:
             self.pipe_closed = True
 
     def _close_pipe(self) -> None:
-        from .errors import quiet_stdout
+        from .output import quiet_stdout
 
         self.pipe_closed = True
         quiet_stdout(self.out)

@@ -9,11 +9,11 @@ import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 
+from ..store.db import write
+from ..store.errors import InvalidInput
+from ..store.timeutil import to_stored
 from . import events
-from .db import write
-from .errors import InvalidInput
 from .items import MemoryItem, get_item, list_items, row_to_item
-from .timeutil import to_stored
 
 
 def _set_state(

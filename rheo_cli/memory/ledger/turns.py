@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from . import fts
-from .db import write
-from .errors import InvalidInput, NotFound
+from ..store.db import write
+from ..store.errors import InvalidInput, NotFound
+from ..store.timeutil import to_stored
+from ..text import fts
 from .sessions import Session, attach_turn
-from .timeutil import to_stored
 
 ROLES = ("user", "assistant")
 STATUSES = ("ok", "interrupted", "error")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .lines import (
+from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
@@ -23,7 +23,7 @@ from .lines import (
     RELEVANT_HISTORY,
     Line,
 )
-from .tokens import estimate
+from ..text.tokens import estimate
 
 SHARES: dict[str, float] = {
     OPEN_ITEMS: 0.05,

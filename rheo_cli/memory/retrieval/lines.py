@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .tokens import estimate
+from ..text.tokens import estimate
 
 OPEN_ITEMS = "OPEN ITEMS"
 EPISODIC = "EPISODIC MEMORY"

@@ -1,0 +1,1 @@
+"""What the CLI and the REPL share: the streaming reply renderer, safe output, signals."""
