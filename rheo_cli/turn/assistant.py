@@ -8,7 +8,6 @@ with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,9 +31,6 @@ from ..runtime import Runtime
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_TOOL_ROUNDS = 6
-RECORD_ATTEMPTS = 4
-"""Tries at storing a reply while another process holds the database (each waits the busy
-timeout, 30 s)."""
 """How many model calls one turn may make while Claude uses tools."""
 
 
@@ -319,31 +315,25 @@ class Assistant:
         if error:
             meta["error"] = error
         meta["reply_to"] = user_turn.id
-        for attempt in range(RECORD_ATTEMPTS):
-            try:
-                return ledger.append_turn(
-                    self.rt.conn,
-                    profile=self.rt.profile,
-                    role="assistant",
-                    content=content,
-                    now=self.rt.now(),
-                    gap_s=self.rt.settings.gap_s,
-                    session_id=user_turn.session_id,
-                    model=model,
-                    status=status,
-                    usage=ledger.Usage(
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_read_tokens,
-                        usage.cache_write_tokens,
-                    ),
-                    meta=meta,
-                ).turn
-            except sqlite3.OperationalError as exc:
-                # The reply is in hand: wait again rather than lose it.
-                if "locked" not in str(exc).lower() or attempt == RECORD_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
+        return ledger.append_turn(
+            self.rt.conn,
+            profile=self.rt.profile,
+            role="assistant",
+            content=content,
+            now=self.rt.now(),
+            gap_s=self.rt.settings.gap_s,
+            session_id=user_turn.session_id,
+            model=model,
+            status=status,
+            usage=ledger.Usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+            ),
+            meta=meta,
+        ).turn
 
 
 def preview(
