@@ -164,8 +164,11 @@ class Assistant:
         self.after_reply = after_reply
         self.on_session_closed = on_session_closed
 
-    def store_message(self, message: str, *, new_session: bool = False) -> ledger.Appended:
-        """Commit the person's turn (session detection included) and return it."""
+    def store_message(
+        self, message: str, *, new_session: bool = False, meta: dict[str, Any] | None = None
+    ) -> ledger.Appended:
+        """Commit the person's turn (session detection included) and return it. ``meta`` is
+        stored with it (a front end's own ids, e.g. Telegram's update id)."""
         appended = ledger.append_turn(
             self.rt.conn,
             profile=self.rt.profile,
@@ -174,6 +177,7 @@ class Assistant:
             now=self.rt.now(),
             gap_s=self.rt.settings.gap_s,
             new_session=new_session,
+            meta=meta,
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
@@ -200,13 +204,27 @@ class Assistant:
         on_context: Callable[[Context], None] | None = None,
         provider: Provider | None = None,
     ) -> TurnResult:
-        """Run one turn. ``on_text`` receives reply text as it streams.
+        """Run one turn: store ``message``, then `respond` to it. ``on_text`` receives reply
+        text as it streams.
 
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases.
         """
         user_turn = self.store_message(message, new_session=new_session).turn
+        return self.respond(user_turn, on_text=on_text, on_context=on_context, provider=provider)
+
+    def respond(
+        self,
+        user_turn: ledger.Turn,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_context: Callable[[Context], None] | None = None,
+        provider: Provider | None = None,
+    ) -> TurnResult:
+        """Answer a person's turn that is already stored (a fresh one, or one whose reply
+        failed or never came: a retry, a front end catching up after a crash). Raises like
+        `turn`."""
         ctx = self.context_for(user_turn)
         if on_context is not None:
             on_context(ctx)
