@@ -8,11 +8,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from faketelegram import TOKEN, FakeTelegram
 from fakeprovider import Canned, FakeProvider
+from faketelegram import TOKEN, FakeTelegram
 from helpers import db_rows
-
-pytest.importorskip("telegram")
 
 ALLOWED = 4242
 WORK_CHAT = 5151
