@@ -19,6 +19,7 @@ from . import (
     context_cmd,
     digests_cmd,
     history,
+    kb_cmd,
     memory_cmd,
     paths_cmd,
     sessions_cmd,
@@ -64,6 +65,7 @@ app.add_typer(memory_cmd.app, name="memory")
 app.add_typer(memory_cmd.items_app, name="items")
 app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
+app.add_typer(kb_cmd.app, name="kb")
 app.command()(digests_cmd.maintain)
 app.command()(telegram_cmd.telegram)
 
