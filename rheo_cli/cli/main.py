@@ -20,6 +20,7 @@ from . import (
     digests_cmd,
     history,
     import_history_cmd,
+    mcp_cmd,
     memory_cmd,
     paths_cmd,
     sessions_cmd,
@@ -66,6 +67,7 @@ app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
 app.command()(digests_cmd.maintain)
 app.command("import-history")(import_history_cmd.import_history)
+app.command()(mcp_cmd.mcp)
 
 
 def run(argv: list[str] | None = None) -> int:
