@@ -48,10 +48,12 @@ def serve(
 
     async def main() -> None:
         with anyio.fail_after(60), open(os.devnull, "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write):
-                async with ClientSession(read, write, client_info=CLIENT) as session:
-                    await session.initialize()
-                    out["value"] = await script(session)
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write, client_info=CLIENT) as session,
+            ):
+                await session.initialize()
+                out["value"] = await script(session)
 
     anyio.run(main)
     return out["value"]
