@@ -34,29 +34,28 @@ def _path(mapping: dict[str, Any], current: Any, here: str) -> list[dict[str, An
             raise MalformedHistory(f"{here}: node {node_id!r} is not an object")
     if isinstance(current, str) and current in mapping:
         path = []
-        seen: set[str] = set()
-        node_id: Any = current
-        while isinstance(node_id, str) and node_id in mapping:
-            if node_id in seen:
-                raise MalformedHistory(f"{here}: the message tree loops at node {node_id!r}")
-            seen.add(node_id)
-            node = mapping[node_id]
-            path.append(node)
-            node_id = node.get("parent")
+        visited: set[str] = set()
+        at: Any = current
+        while isinstance(at, str) and at in mapping:
+            if at in visited:
+                raise MalformedHistory(f"{here}: the message tree loops at node {at!r}")
+            visited.add(at)
+            path.append(mapping[at])
+            at = mapping[at].get("parent")
         return path[::-1]
     roots = [n for n in mapping.values() if n.get("parent") not in mapping]
     if not roots:
         return []
     path = [roots[0]]
-    seen = {id(roots[0])}
+    walked = {id(roots[0])}
     while True:
         children = path[-1].get("children") or []
         if not isinstance(children, list):
             raise MalformedHistory(f"{here}: 'children' is not a list")
         nxt = next((mapping[c] for c in reversed(children) if c in mapping), None)
-        if nxt is None or id(nxt) in seen:
+        if nxt is None or id(nxt) in walked:
             return path
-        seen.add(id(nxt))
+        walked.add(id(nxt))
         path.append(nxt)
 
 
@@ -119,7 +118,8 @@ def parse(path: Path) -> Parsed:
                 skipped_reason = f"{role} message"
                 parsed.skipped[skipped_reason] += 1
                 continue
-            meta = message.get("metadata") if isinstance(message.get("metadata"), dict) else {}
+            raw_meta = message.get("metadata")
+            meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
             if meta.get("is_visually_hidden_from_conversation"):
                 parsed.skipped["hidden message"] += 1
                 continue

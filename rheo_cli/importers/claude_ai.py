@@ -32,10 +32,11 @@ def _time(value: Any, here: str) -> datetime | None:
 
 
 def _text(message: dict[str, Any], here: str) -> str:
-    text = message.get("text")
-    if text is not None and not isinstance(text, str):
+    raw = message.get("text")
+    if raw is not None and not isinstance(raw, str):
         raise MalformedHistory(f"{here}: 'text' is not a string")
-    if not (text or "").strip():
+    text: str = raw or ""
+    if not text.strip():
         blocks = message.get("content") or []
         if not isinstance(blocks, list):
             raise MalformedHistory(f"{here}: 'content' is not a list")
@@ -51,7 +52,7 @@ def _text(message: dict[str, Any], here: str) -> str:
                 names.append(item["file_name"])
     if names and text.strip():
         text += "\n\n" + "\n".join(f"[attachment: {n}]" for n in dict.fromkeys(names))
-    return text or ""
+    return text
 
 
 def parse(path: Path) -> Parsed:

@@ -250,6 +250,10 @@ def log_turn(
             queued = jobs.enqueue(
                 rt.conn, profile=rt.profile, kind="extract", ref_id=turn.id, ts=turn.ts
             )
+    if queued:
+        from ..background.worker import kick_background
+
+        kick_background(rt)
     return f"stored turn #{turn.id} in session {turn.session_id}" + (
         "; facts will be extracted from this exchange" if queued else ""
     )
