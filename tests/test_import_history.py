@@ -244,3 +244,38 @@ def test_the_format_is_recognised_from_the_file(llm_db: Path) -> None:
     assert sniff(CLAUDE) == "claude"
     assert sniff(llm_db) == "llm"
     assert sniff(DATA / "llm_logs.sql") is None
+
+
+def test_a_terminal_sees_a_progress_bar(home: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    import netguard
+    from helpers import REPO
+
+    leader, follower = pty.openpty()
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "COLUMNS": "80"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "rheo_cli", "import-history", "chatgpt", str(CHATGPT)],
+        stderr=follower,
+        stdout=subprocess.PIPE,
+        env=env,
+        cwd=str(REPO),
+        timeout=60,
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.returncode == 0
+    assert b"importing" in seen and b"6/6" in seen
+    assert b"imported 6 turn(s)" in proc.stdout

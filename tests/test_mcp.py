@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -282,3 +283,31 @@ def test_log_turn_is_offered_only_when_asked(home: Path) -> None:
     is_error, _ = serve(home, script)
     assert is_error
     assert counts(home) == (0, 0, 0)
+
+
+def test_other_commands_never_import_the_sdk(home: Path) -> None:
+    code = (
+        "import sys; from rheo_cli.cli.main import app\n"
+        "for args in (['--help'], ['mcp', '--help'], ['import-history', '--help']):\n"
+        "    try:\n"
+        "        app(args, prog_name='rheo')\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code in (0, None), (args, e.code)\n"
+        "print('LOADED', [m for m in ('mcp', 'pydantic') if m in sys.modules])\n"
+    )
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=env, cwd=str(REPO), timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip().endswith("LOADED []")
+
+
+def test_without_the_sdk_rheo_mcp_says_how_to_install_it(home: Path, tmp_path: Path) -> None:
+    hidden = tmp_path / "no-sdk" / "mcp"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('not installed here')\n")
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
+    done = run_rheo("mcp", env=env)
+    assert done.returncode == 2
+    assert done.stderr.decode() == "rheo: rheo mcp needs the MCP SDK: pip install 'rheo-cli[mcp]'\n"
