@@ -19,7 +19,9 @@ from . import (
     context_cmd,
     digests_cmd,
     history,
+    import_history_cmd,
     kb_cmd,
+    mcp_cmd,
     memory_cmd,
     paths_cmd,
     sessions_cmd,
@@ -68,6 +70,8 @@ app.add_typer(digests_cmd.jobs_app, name="jobs")
 app.add_typer(kb_cmd.app, name="kb")
 app.command()(digests_cmd.maintain)
 app.command()(telegram_cmd.telegram)
+app.command("import-history")(import_history_cmd.import_history)
+app.command()(mcp_cmd.mcp)
 
 
 def run(argv: list[str] | None = None) -> int:

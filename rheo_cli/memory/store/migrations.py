@@ -326,6 +326,20 @@ def m007_knowledge_base(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_source_keys(conn: sqlite3.Connection) -> None:
+    """Imported turns remember where they came from: ``source_key`` names the message in the
+    other tool's history (``chatgpt:<message id>``), unique per profile, so importing the same
+    export again adds nothing. Turns written by rheo itself have none."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE turns ADD COLUMN source_key TEXT;
+        CREATE UNIQUE INDEX turns_source_key ON turns(profile, source_key)
+        WHERE source_key IS NOT NULL;
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
@@ -334,6 +348,7 @@ MIGRATIONS: list[Migration] = [
     m005_deferred_indexing,
     m006_no_replace,
     m007_knowledge_base,
+    m008_source_keys,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
