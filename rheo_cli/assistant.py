@@ -56,12 +56,7 @@ class TurnResult:
             "reply": self.reply,
             "session_id": self.user_turn.session_id,
             "turn_ids": [self.user_turn.id, self.assistant_turn.id],
-            "usage": {
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens,
-                "cache_read_tokens": self.usage.cache_read_tokens,
-                "cache_write_tokens": self.usage.cache_write_tokens,
-            },
+            "usage": self.usage.counts(),
             "model": self.model,
             "status": self.assistant_turn.status,
             "error": None,
@@ -318,6 +313,8 @@ class Assistant:
             meta["tool_calls"] = calls
         if error:
             meta["error"] = error
+        if usage.cost_usd is not None:  # reported by Claude Code
+            meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
         for attempt in range(RECORD_ATTEMPTS):
             try:
@@ -331,12 +328,7 @@ class Assistant:
                     session_id=user_turn.session_id,
                     model=model,
                     status=status,
-                    usage=ledger.Usage(
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_read_tokens,
-                        usage.cache_write_tokens,
-                    ),
+                    usage=ledger.Usage(**usage.counts()),
                     meta=meta,
                 ).turn
             except sqlite3.OperationalError as exc:

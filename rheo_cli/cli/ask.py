@@ -11,7 +11,7 @@ from ..errors import ExitStatus
 from . import signals
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import Json, Model, New, Profile
+from .options import Json, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
 
 
@@ -24,29 +24,27 @@ def ask(
     new: New = False,
     model: Model = None,
     profile: Profile = None,
+    provider: ProviderOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
     """
-    from ..providers import anthropic_api
-
-    anthropic_api.preload()
     signals.install()
     from ..assistant import TurnFailed, TurnInterrupted, outcome_json
     from .output import print_json
     from .wiring import kick_background, make_assistant
 
     message = compose(text, read_stdin())
-    rt = runtime_for(profile, model)
+    rt = runtime_for(profile, model, provider)
+    backend = rt.provider()  # none configured: guidance, exit 2, nothing stored
+    rt.preload()
     assistant = make_assistant(rt)
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from .stream import ReplyWriter
 
     writer = ReplyWriter(rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty())
-    provider = rt.provider()
-    if hasattr(provider, "on_retry"):
-        provider.on_retry = lambda line: say_error(f"note: {line}")
+    backend.on_retry = lambda line: say_error(f"note: {line}")
 
     def notes(ctx: object) -> None:
         for note in getattr(ctx, "notes", []):
