@@ -225,8 +225,11 @@ class _State:
                     yield TextDelta(piece)
         elif kind == "assistant":
             message = event.get("message") or {}
-            self.model = str(message.get("model") or self.model)
-            if not self.partial_in_message:  # no deltas came for it: show it whole
+            synthetic = event.get("error") or message.get("model") == "<synthetic>"
+            if not synthetic:
+                self.model = str(message.get("model") or self.model)
+            # An error (e.g. logged out) comes as a synthetic message: the result reports it.
+            if not self.partial_in_message and not synthetic:  # no deltas: show it whole
                 for block in message.get("content") or []:
                     if isinstance(block, dict) and block.get("type") == "text" and block["text"]:
                         self.streamed = True
