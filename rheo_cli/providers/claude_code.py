@@ -140,7 +140,8 @@ class ClaudeCodeProvider:
         lines: queue.Queue[bytes | None] = queue.Queue()
         stderr: list[bytes] = []
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
-        threading.Thread(target=_collect, args=(proc.stderr, stderr), daemon=True).start()
+        errors = threading.Thread(target=_collect, args=(proc.stderr, stderr), daemon=True)
+        errors.start()
         state = _State(model=request.model)
         try:
             while True:
@@ -170,6 +171,7 @@ class ClaudeCodeProvider:
                     )
                 yield from state.take(event)
             code = _wait(proc)
+            errors.join(timeout=2)
             if state.result is None:
                 raise _exit_error(code, stderr, self.command)
             result = state.result
