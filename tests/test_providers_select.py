@@ -14,7 +14,7 @@ from fakeapi import error, text
 from fakeopenai import FakeOpenAI
 from fakeopenai import error as oai_error
 from fakeopenai import text as oai_text
-from helpers import db_rows, facts_reply, route
+from helpers import db_rows, route
 
 from rheo_cli.providers import factory
 from rheo_cli.providers.settings import ProviderSettings
