@@ -30,15 +30,15 @@ def ask(
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
     """
+    rt = runtime_for(profile, model, provider)
+    rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
     signals.install()
     from ..assistant import TurnFailed, TurnInterrupted, outcome_json
     from .output import print_json
     from .wiring import kick_background, make_assistant
 
     message = compose(text, read_stdin())
-    rt = runtime_for(profile, model, provider)
     backend = rt.provider()  # none configured: guidance, exit 2, nothing stored
-    rt.preload()
     assistant = make_assistant(rt)
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from .stream import ReplyWriter
