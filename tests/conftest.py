@@ -6,6 +6,7 @@ and subprocesses get it through `netguard.subprocess_env` (a sitecustomize on PY
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ _CLEARED = (
     "ANTHROPIC_BASE_URL",
     "NO_COLOR",
     "ANTHROPIC_PROFILE",
+    "RHEO_PROVIDER",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
 )
 
 
@@ -41,6 +45,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RHEO_HOME", str(folder))
     monkeypatch.setenv("RHEO_WORKER", "off")
     monkeypatch.setenv("HOME", str(tmp_path))
+    # A real `claude` on the machine must not be picked (and run) by automatic selection.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(d for d in path if not d or not os.path.exists(os.path.join(d, "claude"))),
+    )
     return folder
 
 
