@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock
+from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock, ToolSpec
 from ..runtime import Runtime
 
 
@@ -41,10 +41,17 @@ def chain_for(rt: Runtime) -> list[Extractor]:
 
 
 def complete(
-    chain: list[Extractor], *, system: str, user: str, max_tokens: int = 1500
+    chain: list[Extractor],
+    *,
+    system: str,
+    user: str,
+    max_tokens: int = 1500,
+    tool: ToolSpec | None = None,
 ) -> tuple[str, str, list[str]]:
     """Ask each extractor in turn until one answers: ``(text, model, errors_before_it)``.
 
+    With ``tool`` the model is made to call it (structured output) and ``text`` is the call's
+    input as JSON; a provider that cannot force a call answers in text, read the same way.
     Raises AllExtractorsFailed with every error when none answers."""
     errors: list[str] = []
     for link in chain:
@@ -53,6 +60,8 @@ def complete(
             system=[SystemBlock(system)],
             messages=[{"role": "user", "content": [{"type": "text", "text": user}]}],
             max_tokens=max_tokens,
+            tools=[tool] if tool is not None else [],
+            tool_choice=tool.name if tool is not None else None,
         )
         try:
             text, _usage, model = link.provider.complete(request)
