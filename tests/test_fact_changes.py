@@ -395,3 +395,37 @@ def test_cli_a_plain_text_reply_is_still_read(rheo, api, monkeypatch):
     assert json.loads(rheo("memory", "list", "--json").stdout)[0]["content"]["label"] == (
         "Lives in Porto"
     )
+
+
+def test_the_provider_returns_the_forced_call_as_json(api, monkeypatch):
+    from rheo_cli.providers.anthropic_api import AnthropicProvider
+    from rheo_cli.providers.base import ChatRequest, SystemBlock, ToolSpec
+
+    spec = ToolSpec("record_facts", "Record facts.", {"type": "object", "properties": {}})
+    request = ChatRequest(
+        model="claude-test",
+        system=[SystemBlock("Extract.")],
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        tools=[spec],
+        tool_choice="record_facts",
+    )
+    api.queue(structured({"facts": [{"label": "x"}]}), text('{"facts": []}'))
+    provider = AnthropicProvider(timeout_s=10)
+    out, _usage, _model = provider.complete(request)
+    assert json.loads(out) == {"facts": [{"label": "x"}]}
+    assert api.last.body["tool_choice"] == {"type": "tool", "name": "record_facts"}
+    # A model that answers in text anyway: the text comes back, for the repair path.
+    assert provider.complete(request)[0] == '{"facts": []}'
+    provider.close()
+
+
+def test_the_fake_refuses_a_forced_tool_it_was_not_given(api):
+    from fakeapi import validate_messages_request
+
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": {"type": "tool", "name": "record_facts"},
+    }
+    assert "not one of the request's tools" in validate_messages_request(body)

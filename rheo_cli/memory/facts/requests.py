@@ -167,7 +167,7 @@ def detect(text: str) -> list[Request]:
             match = pattern.match(rest)
             if match is None:
                 continue
-            content = match.group("c").strip().rstrip(".!;").strip("\"'«»“”„ ").strip()
+            content = match.group("c").strip().rstrip(".!?;").strip("\"'«»“”„ ").strip()
             if set(content_words(content, {})) - _PRONOUNS:
                 found.append(Request(kind, content[:LABEL_MAX], pin, sentence))
             break
