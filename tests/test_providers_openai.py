@@ -250,3 +250,22 @@ def test_complete_for_digests_and_close(oai, monkeypatch):
     assert (reply, model, usage.output_tokens) == ("a digest", "m", 5)
     provider.close()
     provider.close()  # idempotent
+
+
+def test_a_forced_tool_call_returns_its_arguments_as_the_text(oai):
+    facts = {"facts": [{"topic": "drink", "label": "Prefers tea", "relation": "new"}]}
+    oai.queue(tool_call("record_facts", facts))
+    provider = OpenAICompatProvider(base_url=oai.base_url, timeout_s=5)
+    tool = ToolSpec("record_facts", "Record facts.", {"type": "object", "properties": {}})
+    request = ChatRequest(
+        model="m",
+        system=[SystemBlock("extract")],
+        messages=[{"role": "user", "content": "I prefer tea"}],
+        tools=[tool],
+        tool_choice="record_facts",
+    )
+    reply, _usage, _model = provider.complete(request)
+    assert json.loads(reply) == facts
+    body = oai.requests[-1].body
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "record_facts"}}
+    provider.close()

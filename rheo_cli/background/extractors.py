@@ -7,7 +7,7 @@ import contextlib
 from dataclasses import dataclass
 
 from ..providers import factory
-from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock
+from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock, ToolSpec
 from ..runtime import Runtime
 
 
@@ -37,11 +37,18 @@ def chain_for(rt: Runtime) -> list[Extractor]:
 
 
 def complete(
-    chain: list[Extractor], *, system: str, user: str, max_tokens: int = 1500
+    chain: list[Extractor],
+    *,
+    system: str,
+    user: str,
+    max_tokens: int = 1500,
+    tool: ToolSpec | None = None,
 ) -> tuple[str, str, list[str]]:
     """Ask each extractor in turn until one answers: ``(text, "provider:model" that served,
     errors_before_it)``. Every provider in the chain is closed before returning.
 
+    With ``tool`` the model is made to call it (structured output) and ``text`` is the call's
+    input as JSON; a provider that cannot force a call answers in text, read the same way.
     Raises AllExtractorsFailed with every error when none answers."""
     errors: list[str] = []
     try:
@@ -51,6 +58,8 @@ def complete(
                 system=[SystemBlock(system)],
                 messages=[{"role": "user", "content": [{"type": "text", "text": user}]}],
                 max_tokens=max_tokens,
+                tools=[tool] if tool is not None else [],
+                tool_choice=tool.name if tool is not None else None,
             )
             try:
                 text, _usage, model = link.provider.complete(request)

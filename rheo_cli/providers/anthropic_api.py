@@ -9,6 +9,7 @@ assemble the context meanwhile. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 from collections.abc import Callable, Iterator
@@ -133,6 +134,8 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in request.tools
             ]
+        if request.tool_choice is not None:
+            params["tool_choice"] = {"type": "tool", "name": request.tool_choice}
         return params
 
     def stream(self, request: ChatRequest) -> Iterator[Event]:
@@ -169,7 +172,8 @@ class AnthropicProvider:
             return
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """One non-streamed call; returns the concatenated text blocks, usage and model."""
+        """One non-streamed call; returns the concatenated text blocks, usage and model (with
+        ``request.tool_choice``: the forced tool call's input as JSON text, when present)."""
         client = self._sdk_client()
         attempt = 0
         while True:
@@ -184,6 +188,15 @@ class AnthropicProvider:
                 self._wait(wait, error)
                 attempt += 1
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+        for block in message.content:
+            if (
+                request.tool_choice is not None
+                and getattr(block, "type", "") == "tool_use"
+                and block.name == request.tool_choice
+                and isinstance(block.input, dict)
+            ):
+                text = json.dumps(block.input, ensure_ascii=False)
+                break
         return text, _usage(message.usage), str(message.model)
 
     def _translate(self, exc: Exception, *, started: bool) -> ProviderError:

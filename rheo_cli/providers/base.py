@@ -30,13 +30,22 @@ class ToolSpec:
 
 @dataclass
 class ChatRequest:
-    """One model call. ``messages`` are Messages-API dicts (role, content blocks)."""
+    """One model call. ``messages`` are Messages-API dicts (role, content blocks).
+
+    ``tool_choice`` names one of ``tools`` that the model must call (structured output: the
+    tool's ``input_schema`` is the shape wanted). A provider that can force a tool call does
+    so (Anthropic: ``tool_choice={"type": "tool", "name": ...}``; OpenAI-compatible:
+    ``tool_choice={"type": "function", "function": {"name": ...}}``) and its `complete`
+    returns that call's input as JSON text; one that cannot ignores it and returns the
+    reply's text, which callers read as JSON with repairs. None (default): no forcing.
+    """
 
     model: str
     system: list[SystemBlock]
     messages: list[dict[str, Any]]
     max_tokens: int = 4096
     tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,7 +185,9 @@ class Provider(Protocol):
         ...
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """One non-streamed call: ``(text, usage, model)``; raises ProviderError."""
+        """One non-streamed call: ``(text, usage, model)``; raises ProviderError. With
+        ``request.tool_choice`` the text is the forced call's input as JSON (when the model
+        made it), else the reply's text."""
         ...
 
     def close(self) -> None:

@@ -153,6 +153,11 @@ class OpenAICompatProvider:
                 }
                 for t in request.tools
             ]
+            if request.tool_choice is not None:
+                params["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": request.tool_choice},
+                }
         if stream:
             params["stream"] = True
             params["stream_options"] = {"include_usage": True}
@@ -196,7 +201,9 @@ class OpenAICompatProvider:
             return
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """One non-streamed call; returns the reply text, usage and model."""
+        """One non-streamed call: ``(text, usage, model)``. With ``request.tool_choice`` the
+        text is the forced function call's arguments (JSON text) when the model made it, else
+        the reply's text. Raises ProviderError."""
         client = self._sdk_client()
         attempt = 0
         while True:
@@ -213,7 +220,15 @@ class OpenAICompatProvider:
         choices = getattr(reply, "choices", None) or []
         if not choices:
             raise ProviderError("malformed", f"{self._where()} answered without a choice")
-        text = getattr(choices[0].message, "content", None) or ""
+        message = choices[0].message
+        text = getattr(message, "content", None) or ""
+        for call in getattr(message, "tool_calls", None) or []:
+            function = getattr(call, "function", None)
+            if request.tool_choice is not None and getattr(function, "name", "") == (
+                request.tool_choice
+            ):
+                text = getattr(function, "arguments", "") or text
+                break
         return str(text), usage_of(getattr(reply, "usage", None)), str(reply.model or "")
 
     # -- errors -------------------------------------------------------------------------

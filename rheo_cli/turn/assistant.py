@@ -152,7 +152,9 @@ class Assistant:
         after_reply: Callable[[ledger.Turn, ledger.Turn], None] | None = None,
         # after_reply runs for complete and interrupted replies (not failed ones).
         on_session_closed: Callable[[int], None] | None = None,
+        on_message: Callable[[ledger.Turn], None] | None = None,  # the stored person's turn
     ) -> None:
+        self.on_message = on_message
         self.rt = rt
         self.tools = tools or []
         self.run_tool = run_tool
@@ -176,6 +178,8 @@ class Assistant:
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
+        if self.on_message is not None:
+            self.on_message(appended.turn)
         return appended
 
     def context_for(self, user_turn: ledger.Turn) -> Context:
