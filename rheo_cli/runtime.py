@@ -25,6 +25,14 @@ if TYPE_CHECKING:
     from .providers.base import Provider
 
 
+SETUP_GUIDANCE = """\
+rheo needs a model to talk to, and none is configured yet. Set one up:
+  Anthropic API:  export ANTHROPIC_API_KEY=sk-ant-...   (https://console.anthropic.com)
+                  or ANTHROPIC_AUTH_TOKEN, and ANTHROPIC_BASE_URL for a proxy or local server
+                  speaking the Messages API
+Then run 'rheo' again. Nothing was stored. 'rheo config show' lists the other settings."""
+
+
 @dataclass
 class Runtime:
     """What a command works with. ``model`` is resolved: ``-m`` > ``RHEO_MODEL`` > config."""
@@ -60,6 +68,16 @@ class Runtime:
 
             self._provider = AnthropicProvider(timeout_s=self.config.timeout_s)
         return self._provider
+
+    def provider_ready(self) -> str | None:
+        """None when a chat provider is configured; else `SETUP_GUIDANCE`, the few lines that
+        say how to configure one. Checked before anything is stored, so a first run without a
+        key leaves no failed turns behind. Nothing is imported or called."""
+        if self._provider is not None:
+            return None
+        from .providers.anthropic_api import has_credentials
+
+        return None if has_credentials() else SETUP_GUIDANCE
 
     def set_provider(self, provider: Provider) -> None:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
