@@ -44,6 +44,7 @@ def test_sessions_list_json(rheo, api, monkeypatch):
     assert sessions == [
         {
             "id": 1,
+            "number": 1,
             "profile": "default",
             "started_at": "2026-04-01T09:00:00.000Z",
             "last_turn_at": "2026-04-01T09:05:00.000Z",

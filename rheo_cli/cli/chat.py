@@ -9,7 +9,14 @@ from .state import GLOBAL, runtime_for
 
 @command
 def chat(new: New = False, model: Model = None, profile: Profile = None) -> None:
-    """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits."""
+    """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits.
+
+    Tab completes slash commands and memory ids; /help lists the commands.
+
+    \b
+    Example:
+      rheo chat --new        (plain 'rheo' does the same without --new)
+    """
     import sys
 
     from ..errors import UsageError
@@ -25,6 +32,16 @@ def chat(new: New = False, model: Model = None, profile: Profile = None) -> None
     signals.install()
 
     rt = runtime_for(profile, model)
+    guidance = rt.provider_ready()
+    if guidance is not None:
+        import typer
+
+        from ..errors import ExitStatus
+        from .ask import say_guidance
+
+        rt.close()
+        say_guidance(guidance)
+        raise typer.Exit(int(ExitStatus.USAGE))
     try:
         run_repl(rt, new_session=new or GLOBAL.new)
     finally:
