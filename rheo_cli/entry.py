@@ -32,10 +32,15 @@ def main() -> None:
 
     completing = bool(os.environ.get("_RHEO_COMPLETE"))  # the shell asks for Tab completions
     quick = {"--version", "-V", "--install-completion", "--show-completion"}
-    if not completing and not quick & set(sys.argv[1:]) and command_of(sys.argv[1:]) in (
-        "",
-        "ask",
-        "chat",
+    if (
+        not completing
+        and not quick & set(sys.argv[1:])
+        and command_of(sys.argv[1:])
+        in (
+            "",
+            "ask",
+            "chat",
+        )
     ):
         from .providers.anthropic_api import preload
 

@@ -45,9 +45,7 @@ def ask(
     profile: Profile = None,
     cont: Annotated[
         bool,
-        typer.Option(
-            "--continue", "-c", help="Stay in the last session even after a long pause."
-        ),
+        typer.Option("--continue", "-c", help="Stay in the last session even after a long pause."),
     ] = False,
     session: Annotated[
         int | None,

@@ -12,6 +12,7 @@ from .errors import command
 from .options import Json
 
 app = typer.Typer(
+    epilog="Example: rheo config set session.gap_hours 4",
     rich_markup_mode=None,
     help="See and change settings (config.toml).",
     no_args_is_help=True,
@@ -52,9 +53,7 @@ def show(json_out: Json = False) -> None:
             {
                 "path": str(path),
                 "profile": {"value": profile or "default", "source": profile_source},
-                "settings": [
-                    {"name": r.name, "value": r.value, "source": r.source} for r in rows
-                ],
+                "settings": [{"name": r.name, "value": r.value, "source": r.source} for r in rows],
             }
         )
         return
@@ -124,9 +123,7 @@ def edit() -> None:
     try:
         check_text(after, path)
     except ConfigError as exc:
-        raise RheoError(
-            f"{exc}; config.toml is unchanged, your edit is kept in {draft}"
-        ) from None
+        raise RheoError(f"{exc}; config.toml is unchanged, your edit is kept in {draft}") from None
     replace_file(path, after)
     draft.unlink(missing_ok=True)
     print(f"saved {path}")
@@ -136,7 +133,8 @@ def edit() -> None:
 @command
 def set_(
     key: Annotated[
-        str, typer.Argument(help="Setting name, e.g. session.gap_hours.", autocompletion=config_keys)
+        str,
+        typer.Argument(help="Setting name, e.g. session.gap_hours.", autocompletion=config_keys),
     ],
     value: Annotated[str, typer.Argument(help="New value (a list: comma-separated).")],
 ) -> None:

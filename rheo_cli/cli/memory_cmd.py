@@ -15,12 +15,16 @@ from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    epilog="Example: rheo memory list",
     rich_markup_mode=None,
     help="Durable facts rheo remembers: list, show, correct, forget.",
     no_args_is_help=True,
 )
 items_app = typer.Typer(
-    rich_markup_mode=None, help="Open items: commitments rheo follows up on.", no_args_is_help=True
+    epilog="Example: rheo items list",
+    rich_markup_mode=None,
+    help="Open items: commitments rheo follows up on.",
+    no_args_is_help=True,
 )
 
 ItemId = Annotated[
@@ -35,7 +39,10 @@ ItemId = Annotated[
 OpenItemId = Annotated[
     int,
     typer.Argument(
-        min=1, max=MAX_ID, help="Open item id (see 'rheo items list').", autocompletion=open_item_ids
+        min=1,
+        max=MAX_ID,
+        help="Open item id (see 'rheo items list').",
+        autocompletion=open_item_ids,
     ),
 ]
 
@@ -82,7 +89,12 @@ def list_(
 @app.command()
 @command
 def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Show one memory, every version of it and its whole history."""
+    """Show one memory, every version of it and its whole history.
+
+    \b
+    Example:
+      rheo memory show 12
+    """
     from ..memory.facts import curation, events, items
 
     rt = runtime_for(profile)
@@ -141,7 +153,12 @@ def search(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Find memories whose topic or content match QUERY."""
+    """Find memories whose topic or content match QUERY.
+
+    \b
+    Example:
+      rheo memory search ana
+    """
     from ..memory.facts import items
 
     rt = runtime_for(profile)
@@ -182,7 +199,13 @@ def add(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Add a memory by hand (or reinforce the same fact, or replace one on the topic)."""
+    """Add a memory by hand (or reinforce the same fact, or replace one on the topic).
+
+    \b
+    Examples:
+      rheo memory add "Ana prefers tea" --topic ana.drink
+      rheo memory add "send the report" -t report -c open_item --due friday
+    """
     from ..memory.facts.remember import Fact, remember
     from ..memory.store.timeutil import to_stored
 
@@ -243,28 +266,48 @@ def _state_change(action: str, item_id: int, profile: str | None, json_out: bool
 @app.command()
 @command
 def pin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Always remember this one: confidence 1.0, no decay, never evicted."""
+    """Always remember this one: confidence 1.0, no decay, never evicted.
+
+    \b
+    Example:
+      rheo memory pin 12
+    """
     _state_change("pin", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def unpin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Let this memory decay and be evicted like the others again."""
+    """Let this memory decay and be evicted like the others again.
+
+    \b
+    Example:
+      rheo memory unpin 12
+    """
     _state_change("unpin", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def forget(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Retract a memory: no longer used or learnt again; its history is kept."""
+    """Retract a memory: no longer used or learnt again; its history is kept.
+
+    \b
+    Example:
+      rheo memory forget 12
+    """
     _state_change("forget", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def conflicts(json_out: Json = False, profile: Profile = None) -> None:
-    """List contradicting pairs of confident facts awaiting your decision."""
+    """List contradicting pairs of confident facts awaiting your decision.
+
+    \b
+    Example:
+      rheo memory conflicts
+    """
     from ..memory.facts import curation
 
     rt = runtime_for(profile)
@@ -291,7 +334,12 @@ def conflicts(json_out: Json = False, profile: Profile = None) -> None:
 @app.command()
 @command
 def resolve(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it."""
+    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it.
+
+    \b
+    Example:
+      rheo memory resolve 14
+    """
     _state_change("resolve", item_id, profile, json_out)
 
 
@@ -302,7 +350,12 @@ def items_list(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """List open items (commitments), soonest due first."""
+    """List open items (commitments), soonest due first.
+
+    \b
+    Example:
+      rheo items list --all
+    """
     from ..memory.facts import items
 
     rt = runtime_for(profile)
@@ -326,5 +379,10 @@ def items_list(
 @items_app.command()
 @command
 def done(item_id: OpenItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Mark an open item done: rheo stops following up on it."""
+    """Mark an open item done: rheo stops following up on it.
+
+    \b
+    Example:
+      rheo items done 7
+    """
     _state_change("done", item_id, profile, json_out)

@@ -96,9 +96,7 @@ def run_repl(
         rendered=show_rendered,
         force_new=new_session,
     )
-    completer = SlashCompleter(
-        commands.MEANINGS, commands.completion_ids(state), commands.TAKES_ID
-    )
+    completer = SlashCompleter(commands.MEANINGS, commands.completion_ids(state), commands.TAKES_ID)
     session = make_session(rt, input=input, output=output, completer=completer)
     state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
     while not state.done:

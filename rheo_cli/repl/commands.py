@@ -152,9 +152,12 @@ def _history(state: ReplState, arg: str) -> None:
     found = ledger.search_turns(state.rt.conn, state.rt.profile, arg, limit=10)
     if not found:
         state.say("(no turns)")
+    from ..memory.ledger.sessions import session_numbers
+
     now = state.rt.now()
+    numbers = session_numbers(state.rt.conn, state.rt.profile)
     for turn, _ in found:
-        state.say(turn_line(turn, now))
+        state.say(turn_line(turn, now, numbers=numbers))
 
 
 def _memory(state: ReplState, arg: str) -> None:

@@ -47,13 +47,11 @@ def _row(row: sqlite3.Row) -> Session:
         started_at=row["started_at"],
         last_turn_at=row["last_turn_at"],
         turns=row["turns"],
-        number=row["number"] if "number" in row.keys() else 0,
+        number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
     )
 
 
-_NUMBERED = (
-    "SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM sessions WHERE profile = ?"
-)
+_NUMBERED = "SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM sessions WHERE profile = ?"
 """Sessions of one profile with their per-profile number (sessions are never deleted, so a
 number, once shown, keeps meaning the same session)."""
 
