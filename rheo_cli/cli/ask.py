@@ -27,7 +27,10 @@ def say_guidance(text: str) -> None:
 
 def usage_line(usage: object) -> str:
     """``tokens: 1,204 in (1,000 read from cache, 0 written), 85 out`` for ``-u``."""
-    get = lambda name: int(getattr(usage, name, 0) or 0)  # noqa: E731
+
+    def get(name: str) -> int:
+        return int(getattr(usage, name, 0) or 0)
+
     return (
         f"tokens: {get('input_tokens'):,} in ({get('cache_read_tokens'):,} read from cache, "
         f"{get('cache_write_tokens'):,} written to it), {get('output_tokens'):,} out"

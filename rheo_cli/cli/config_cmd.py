@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -19,7 +20,7 @@ app = typer.Typer(
 )
 
 
-def _config_path():  # type: ignore[no-untyped-def]
+def _config_path() -> Path:
     from ..paths import resolve
 
     return resolve("default").config

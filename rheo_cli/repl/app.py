@@ -20,7 +20,7 @@ CONTINUATION = "… "
 """Shown before each further line of a multi-line message (Esc+Enter, a paste)."""
 
 
-def continuation(width: int, line_number: int, is_soft_wrap: bool) -> str:
+def continuation(width: int, line_number: int, is_soft_wrap: int) -> str:
     """The prompt of a message's second and later lines, as wide as `PROMPT`."""
     return CONTINUATION.rjust(width)
 
