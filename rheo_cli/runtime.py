@@ -98,6 +98,17 @@ class Runtime:
         if self.choice is not None:
             factory.preload(self.choice.kind)
 
+    def provider_ready(self) -> str | None:
+        """None when a chat provider is configured or found; else the lines that say how to
+        configure one (the same guidance `provider` raises with). Checked before anything is
+        stored, so a first run without a provider leaves no failed turns behind. Nothing is
+        imported or called."""
+        if self._provider is not None or self.choice is not None:
+            return None
+        error = self.choice_error or factory.NoProvider()
+        detail = getattr(error, "detail", "")
+        return f"{error}\n{detail}".rstrip() if detail else str(error)
+
     def set_provider(self, provider: Provider) -> None:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
         self._provider = provider

@@ -11,7 +11,14 @@ from .state import GLOBAL, runtime_for
 def chat(
     new: New = False, model: Model = None, profile: Profile = None, provider: ProviderOpt = None
 ) -> None:
-    """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits."""
+    """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits.
+
+    Tab completes slash commands and memory ids; /help lists the commands.
+
+    \b
+    Example:
+      rheo chat --new        (plain 'rheo' does the same without --new)
+    """
     import sys
 
     from ..errors import UsageError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -18,7 +18,16 @@ def context(
     text: Annotated[list[str] | None, typer.Argument(help="The message (else stdin).")] = None,
     json_out: Json = False,
     explain: Annotated[
-        bool, typer.Option("--explain", help="List every injected line's source and reason.")
+        bool,
+        typer.Option(
+            "--explain",
+            help="Only the table: every injected line's source and reason (add --system for "
+            "the prompt too).",
+        ),
+    ] = False,
+    system: Annotated[
+        bool,
+        typer.Option("--system", help="With --explain: also print the system prompt and messages."),
     ] = False,
     budget: Annotated[
         int | None, typer.Option("--budget", min=0, help="Token budget (default: config).")
@@ -28,7 +37,13 @@ def context(
     """Show what would be sent for TEXT. No model call.
 
     The system prompt and messages exactly as rheo would send them, with the estimated tokens
-    of each injected section.
+    of each injected section. With --explain, the table of injected lines comes first, and the
+    prompt only with --system.
+
+    \b
+    Examples:
+      rheo context "what did I promise Ana?"
+      rheo context --explain "what did I promise Ana?"
     """
     piped = read_stdin()
     message = " ".join(text or []).strip()
@@ -42,6 +57,17 @@ def context(
     if json_out:
         print_json(info)
         return
+    if explain:
+        _table(info, explain=True)
+        if not system:
+            return
+        print()
+    _prompt(info)
+    if not explain:
+        _table(info, explain=False)
+
+
+def _prompt(info: dict[str, Any]) -> None:
     print("──── system ────")
     for block in info["system"]:
         print(block["text"] + ("\n[cache breakpoint]" if block["cache"] else ""))
@@ -55,6 +81,9 @@ def context(
         print()
     if info["tools"]:
         print(f"──── tools: {', '.join(info['tools'])}")
+
+
+def _table(info: dict[str, Any], *, explain: bool) -> None:
     print("──── tokens (estimated) ────")
     for s in info["sections"]:
         dropped = f"  ({s['dropped']} lines left out)" if s["dropped"] else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -13,19 +13,28 @@ from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    epilog="Example: rheo digests list",
     rich_markup_mode=None,
     help="Session digests: summaries of closed sessions.",
     no_args_is_help=True,
 )
 jobs_app = typer.Typer(
-    rich_markup_mode=None, help="Background jobs: extraction and digests.", no_args_is_help=True
+    epilog="Example: rheo jobs list",
+    rich_markup_mode=None,
+    help="Background jobs: extraction and digests.",
+    no_args_is_help=True,
 )
 
 
 @app.command("list")
 @command
 def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
-    """List digests, newest session first."""
+    """List digests, newest session first.
+
+    \b
+    Example:
+      rheo digests list -n 5
+    """
     from ..memory.ledger import digests
 
     rt = runtime_for(profile)
@@ -36,8 +45,12 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
     if not found:
         print("(no digests)")
     now = rt.now()
+    from ..memory.ledger.sessions import session_numbers
+
+    numbers = session_numbers(rt.conn, rt.profile)
     for d in found:
-        print(f"#{d.id:<5} s{d.session_id:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
+        number = numbers.get(d.session_id, d.session_id)
+        print(f"#{d.id:<5} s{number:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
 
 
 @app.command()
@@ -47,7 +60,12 @@ def show(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Show one digest in full."""
+    """Show one digest in full.
+
+    \b
+    Example:
+      rheo digests show 3
+    """
     from ..memory.ledger import digests
 
     rt = runtime_for(profile)
@@ -56,9 +74,10 @@ def show(
         print_json(d.to_json())
         return
     now = rt.now()
-    print(
-        f"#{d.id}  session s{d.session_id}  {local(d.started_at, now)} → {local(d.ended_at, now)}"
-    )
+    from ..memory.ledger.sessions import session_numbers
+
+    number = session_numbers(rt.conn, rt.profile).get(d.session_id, d.session_id)
+    print(f"#{d.id}  session s{number}  {local(d.started_at, now)} → {local(d.ended_at, now)}")
     print(safe(d.narrative))
     for title, values in (("decisions", d.decisions), ("procedures", d.procedures)):
         if values:
@@ -83,6 +102,10 @@ def maintain(json_out: Json = False, profile: Profile = None) -> None:
 
     Queues digests for sessions that have closed, then runs every pending job of the profile
     in the foreground, retrying ones that failed before.
+
+    \b
+    Example:
+      rheo maintain
     """
     from datetime import timedelta
 
@@ -141,10 +164,33 @@ def maintain(json_out: Json = False, profile: Profile = None) -> None:
         print(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
 
 
+def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
+    """``#3    extract turn #12    done (2 attempts)``: the job's state after its last
+    attempt; an earlier attempt's error is shown only while the job is still failing."""
+    j: Any = job
+    session = (numbers or {}).get(j.ref_id, j.ref_id)
+    ref = f"session s{session}" if j.kind == "digest" else f"turn #{j.ref_id}"
+    tries = f"{j.attempts} attempt{'s' if j.attempts != 1 else ''}"
+    if j.status == "done":
+        state = f"done ({tries})"
+    elif j.status == "failed":
+        state = f"failed after {tries}: {preview(j.last_error or '', 60)}"
+    elif j.status == "pending" and j.last_error:
+        state = f"will retry ({tries} so far): {preview(j.last_error, 60)}"
+    else:
+        state = j.status
+    return f"#{j.number or j.id:<5} {j.kind:<8} {ref:<14} {state}"
+
+
 @jobs_app.command("list")
 @command
 def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
-    """List recent background jobs with their status and notes."""
+    """List recent background jobs with their status and notes.
+
+    \b
+    Example:
+      rheo jobs list
+    """
     from ..memory import jobs
 
     rt = runtime_for(profile)
@@ -154,8 +200,12 @@ def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None
         return
     if not found:
         print("(no jobs)")
+    from ..memory.ledger.sessions import session_numbers
+
+    numbers = session_numbers(rt.conn, rt.profile)
     for j in found:
-        err = f"  error: {preview(j.last_error, 60)}" if j.last_error else ""
-        print(f"#{j.id:<5} {j.kind:<8} ref #{j.ref_id:<6} {j.status:<8} attempts {j.attempts}{err}")
+        print(job_line(j, numbers))
+        for note in j.notes:
+            print(f"         - {preview(note, 90)}")
         for note in j.notes:
             print(f"         - {preview(note, 90)}")

@@ -39,6 +39,11 @@ def import_history(
 
     Safe to run again: messages already imported are skipped. Facts are learnt from the
     imported history only with --extract.
+
+    \b
+    Examples:
+      rheo import-history chatgpt conversations.json
+      rheo import-history llm "$(llm logs path)" --extract
     """
     from ..importers import FORMATS, parser_for
 

@@ -14,7 +14,9 @@ from .options import Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    epilog="Example: rheo kb add notes/*.md",
     rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,
     help="The knowledge base: Markdown and text documents rheo searches and injects.",
     no_args_is_help=True,
 )
@@ -55,7 +57,9 @@ def add(
 
     Markdown is cut at headings, then by size; other text by size.
 
-    Example: rheo kb add notes/pricing.md handbook.txt
+    \b
+    Example:
+      rheo kb add notes/pricing.md handbook.txt
     """
     from ..memory.kb import documents
 
@@ -107,7 +111,9 @@ def list_(
 ) -> None:
     """Documents in the knowledge base.
 
-    Example: rheo kb list --all
+    \b
+    Example:
+      rheo kb list --all
     """
     from ..memory.kb import documents
 
@@ -143,7 +149,9 @@ def show(
 ) -> None:
     """One document's chunks, as they are searched and injected.
 
-    Example: rheo kb show 3
+    \b
+    Example:
+      rheo kb show 3
     """
     from ..memory.kb import documents
 
@@ -181,7 +189,9 @@ def remove(
 ) -> None:
     """Stop using a document (it is kept, marked removed).
 
-    Example: rheo kb remove notes/pricing.md
+    \b
+    Example:
+      rheo kb remove notes/pricing.md
     """
     from ..memory.kb import documents
 
@@ -201,7 +211,9 @@ def search(
 ) -> None:
     """Passages of the knowledge base matching the words, best first.
 
-    Example: rheo kb search refund policy
+    \b
+    Example:
+      rheo kb search refund policy
     """
     from dataclasses import asdict
 

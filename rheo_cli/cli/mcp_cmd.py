@@ -27,7 +27,11 @@ def mcp(
     """Run a Model Context Protocol server on stdin/stdout for one profile.
 
     Tools: write_memory, memory_search, memory_list, memory_forget, chat_search,
-    chat_recent and context. Add it to Claude Code with: claude mcp add rheo -- rheo mcp
+    chat_recent and context.
+
+    \b
+    Example (add it to Claude Code):
+      claude mcp add rheo -- rheo mcp --profile work
     """
     try:
         import mcp as _sdk  # noqa: F401

@@ -7,24 +7,43 @@ from typing import Annotated
 import typer
 
 from ..errors import RheoError, UsageError
-from ..ui.items import item_line
+from ..ui.items import item_line, open_item_line
 from ..ui.output import local, preview, print_json, safe
+from .complete import memory_ids, open_item_ids
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    epilog="Example: rheo memory list",
     rich_markup_mode=None,
     help="Durable facts rheo remembers: list, show, correct, forget.",
     no_args_is_help=True,
 )
 items_app = typer.Typer(
-    rich_markup_mode=None, help="Open items: commitments rheo follows up on.", no_args_is_help=True
+    epilog="Example: rheo items list",
+    rich_markup_mode=None,
+    help="Open items: commitments rheo follows up on.",
+    no_args_is_help=True,
 )
 
 ItemId = Annotated[
     int,
-    typer.Argument(min=1, max=MAX_ID, help="Memory item id (see 'rheo memory list')."),
+    typer.Argument(
+        min=1,
+        max=MAX_ID,
+        help="Memory item id (see 'rheo memory list').",
+        autocompletion=memory_ids,
+    ),
+]
+OpenItemId = Annotated[
+    int,
+    typer.Argument(
+        min=1,
+        max=MAX_ID,
+        help="Open item id (see 'rheo items list').",
+        autocompletion=open_item_ids,
+    ),
 ]
 
 
@@ -40,7 +59,13 @@ def list_(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """List active memories, most confident first (with --all: every item, newest first)."""
+    """List active memories, most confident first (with --all: inactive ones too, each after
+    the active ones, in the same order).
+
+    \b
+    Example:
+      rheo memory list --category preference
+    """
     from ..memory.facts import items
 
     if category is not None and category not in items.CATEGORIES:
@@ -50,8 +75,7 @@ def list_(
     found = items.list_items(
         rt.conn, rt.profile, statuses=None if all_ else ("active",), category=category
     )
-    if not all_:
-        found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
+    found.sort(key=lambda i: (i.status != "active", -i.effective(now, rt.settings), -i.id))
     if json_out:
         print_json([i.to_json(now, rt.settings) for i in found])
         return
@@ -65,7 +89,12 @@ def list_(
 @app.command()
 @command
 def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Show one memory, every version of it and its whole history."""
+    """Show one memory, every version of it and its whole history.
+
+    \b
+    Example:
+      rheo memory show 12
+    """
     from ..memory.facts import curation, events, items
 
     rt = runtime_for(profile)
@@ -124,7 +153,12 @@ def search(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Find memories whose topic or content match QUERY."""
+    """Find memories whose topic or content match QUERY.
+
+    \b
+    Example:
+      rheo memory search ana
+    """
     from ..memory.facts import items
 
     rt = runtime_for(profile)
@@ -155,7 +189,12 @@ def add(
     confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0)] = None,
     pin: Annotated[bool, typer.Option("--pin", help="Always remember it.")] = False,
     due: Annotated[
-        str | None, typer.Option("--due", help="Deadline (ISO 8601), for open items.")
+        str | None,
+        typer.Option(
+            "--due",
+            metavar="WHEN",
+            help="Deadline for an open item: friday, next monday, in 2 weeks, 2026-12-24.",
+        ),
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
@@ -164,23 +203,24 @@ def add(
 
     Only the same fact, word for word up to case, punctuation, articles and plurals,
     reinforces; anything else on the topic supersedes (the old one is kept). A pinned fact is
-    replaced only by a confident one (--confidence 0.8 or more, the default)."""
+    replaced only by a confident one (--confidence 0.8 or more, the default).
+
+    \b
+    Examples:
+      rheo memory add "Ana prefers tea" --topic ana.drink
+      rheo memory add "send the report" -t report -c open_item --due friday
+    """
     from ..memory.facts.remember import Fact, remember
-    from ..memory.store.errors import InvalidInput
-    from ..memory.store.timeutil import parse_instant, to_stored
+    from ..memory.store.timeutil import to_stored
 
     rt = runtime_for(profile)
     due_at = None
+    due_moment = None
     if due:
-        zone = rt.now().tzinfo
-        try:
-            # A date alone means the end of that day in the person's time zone.
-            moment = parse_instant(due if "T" in due else f"{due}T23:59:00", default_tz=zone)
-            due_at = to_stored(moment)
-        except InvalidInput:
-            raise UsageError(
-                f"--due {due!r} is not a date: use YYYY-MM-DD or an ISO 8601 date-time"
-            ) from None
+        from .dates import resolve_due
+
+        due_moment = resolve_due(due, rt.now())
+        due_at = to_stored(due_moment)
     outcome = remember(
         rt.conn,
         Fact(
@@ -212,51 +252,68 @@ def add(
         )
         return
     print(outcome.describe())
+    if due_moment is not None:
+        from .dates import echo
+
+        print(f"due {echo(due_moment)}")
 
 
 def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
-    from ..memory.facts import curation
+    from ..ui.wording import apply_change, change_line
 
     rt = runtime_for(profile)
-    item = curation.CHANGES[action](rt.conn, rt.profile, item_id, rt.now())
+    item, already = apply_change(rt.conn, rt.profile, action, item_id, rt.now())
     if json_out:
         print_json(item.to_json(rt.now(), rt.settings))
         return
-    words = {
-        "pin": "pinned",
-        "unpin": "unpinned",
-        "forget": "forgotten (history kept)",
-        "resolve": "kept; the other version is superseded",
-        "done": "marked done",
-    }
-    print(f"#{item.id} {words[action]}: {preview(item.content_text(), 80)}")
+    print(change_line(action, item, already=already))
 
 
 @app.command()
 @command
 def pin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Always remember this one: confidence 1.0, no decay, never evicted."""
+    """Always remember this one: confidence 1.0, no decay, never evicted.
+
+    \b
+    Example:
+      rheo memory pin 12
+    """
     _state_change("pin", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def unpin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Let this memory decay and be evicted like the others again."""
+    """Let this memory decay and be evicted like the others again.
+
+    \b
+    Example:
+      rheo memory unpin 12
+    """
     _state_change("unpin", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def forget(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Retract a memory: no longer used or learnt again; its history is kept."""
+    """Retract a memory: no longer used or learnt again; its history is kept.
+
+    \b
+    Example:
+      rheo memory forget 12
+    """
     _state_change("forget", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def conflicts(json_out: Json = False, profile: Profile = None) -> None:
-    """List contradicting pairs of confident facts awaiting your decision."""
+    """List contradicting pairs of confident facts awaiting your decision.
+
+    \b
+    Example:
+      rheo memory conflicts
+    """
     from ..memory.facts import curation
 
     rt = runtime_for(profile)
@@ -283,7 +340,12 @@ def conflicts(json_out: Json = False, profile: Profile = None) -> None:
 @app.command()
 @command
 def resolve(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it."""
+    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it.
+
+    \b
+    Example:
+      rheo memory resolve 14
+    """
     _state_change("resolve", item_id, profile, json_out)
 
 
@@ -294,7 +356,12 @@ def items_list(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """List open items (commitments), soonest due first."""
+    """List open items (commitments), soonest due first.
+
+    \b
+    Example:
+      rheo items list --all
+    """
     from ..memory.facts import items
 
     rt = runtime_for(profile)
@@ -312,13 +379,16 @@ def items_list(
     if not found:
         print("(no open items)")
     for item in found:
-        due = f"due {local(item.due_at, now)[:10]}" if item.due_at else "no due date"
-        state = "" if item.status == "active" else f"  [{item.status}]"
-        print(f"#{item.id:<5} {due:<14} {preview(item.content_text(), 80)}{state}")
+        print(open_item_line(item, now))
 
 
 @items_app.command()
 @command
-def done(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Mark an open item done: rheo stops following up on it."""
+def done(item_id: OpenItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Mark an open item done: rheo stops following up on it.
+
+    \b
+    Example:
+      rheo items done 7
+    """
     _state_change("done", item_id, profile, json_out)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from .complete import profiles
+
 MAX_ID = 2**63 - 1
 """Largest id SQLite can hold: a larger one is a usage error, not a crash."""
 
@@ -31,7 +33,11 @@ ProviderOpt = Annotated[
 Profile = Annotated[
     str | None,
     typer.Option(
-        "--profile", "-p", metavar="NAME", help="Profile to use (else RHEO_PROFILE, or 'default')."
+        "--profile",
+        "-p",
+        metavar="NAME",
+        help="Profile to use (else RHEO_PROFILE, or 'default').",
+        autocompletion=profiles,
     ),
 ]
 Limit = Annotated[

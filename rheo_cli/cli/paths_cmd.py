@@ -9,7 +9,12 @@ from .options import Json, Profile
 
 @command
 def paths(json_out: Json = False, profile: Profile = None) -> None:
-    """Show the database, config file and REPL history locations."""
+    """Show the database, config file and REPL history locations.
+
+    \b
+    Example:
+      rheo paths --json
+    """
     import os
 
     from ..errors import UsageError

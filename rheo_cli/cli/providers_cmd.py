@@ -10,7 +10,12 @@ from .options import Json, Profile
 @command
 def providers(json_out: Json = False, profile: Profile = None) -> None:
     """List the model providers, the one chat uses, the extraction chain, and whether each is
-    reachable (a key set, claude on PATH, or GET base_url/models). Keys are never printed."""
+    reachable (a key set, claude on PATH, or GET base_url/models). Keys are never printed.
+
+    \b
+    Example:
+      rheo providers --json
+    """
     from ..providers import factory, reach
     from .state import runtime_for
 

@@ -41,11 +41,15 @@ class Job:
     notes: list[str]
     created_at: str
     updated_at: str
+    number: int = 0
+    """The job's number within its profile (1, 2, 3...), as listings show it; 0 when the
+    query did not compute it."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape of a job."""
         return {
             "id": self.id,
+            "number": self.number,
             "profile": self.profile,
             "kind": self.kind,
             "ref_id": self.ref_id,
@@ -73,6 +77,7 @@ def _row(row: sqlite3.Row) -> Job:
         notes=json.loads(row["notes"] or "[]"),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
     )
 
 
@@ -204,8 +209,11 @@ def list_jobs(
     statuses: tuple[str, ...] | None = None,
     limit: int = 50,
 ) -> list[Job]:
-    """The profile's jobs, newest first, optionally of these statuses."""
-    sql = "SELECT * FROM jobs WHERE profile = ?"
+    """The profile's jobs, newest first, optionally of these statuses, with their numbers."""
+    sql = (
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM jobs "
+        "WHERE profile = ?) WHERE 1"
+    )
     args: list[Any] = [profile]
     if statuses:
         sql += f" AND status IN ({','.join('?' * len(statuses))})"

@@ -112,15 +112,24 @@ def clock_text(now: datetime) -> str:
 
 
 def build_request(
-    ctx: Context, *, model: str, max_tokens: int, now: datetime, tools: list[Any] | None = None
+    ctx: Context,
+    *,
+    model: str,
+    max_tokens: int,
+    now: datetime,
+    tools: list[Any] | None = None,
+    extra_system: str | None = None,
 ) -> ChatRequest:
     """The Messages-API request for an assembled context.
 
     Prompt-cache layout, stable parts first: tools and the static system prompt (cache
-    breakpoint), then the clock line; in the user message the stable sections (OPEN ITEMS,
-    EPISODIC MEMORY; second breakpoint), then the rest, ``---`` and the message.
+    breakpoint), then the clock line and the person's ``extra_system`` instructions for this
+    call (``rheo ask -s``); in the user message the stable sections (OPEN ITEMS, EPISODIC
+    MEMORY; second breakpoint), then the rest, ``---`` and the message.
     """
     system = [SystemBlock(prompts.load("system"), cache=True), SystemBlock(clock_text(now))]
+    if extra_system and extra_system.strip():
+        system.append(SystemBlock(extra_system.strip()))
     content: list[dict[str, Any]] = []
     stable = ctx.stable_text()
     if stable:
@@ -160,12 +169,20 @@ class Assistant:
         self.run_tool = run_tool
         self.after_reply = after_reply
         self.on_session_closed = on_session_closed
+        self.extra_system: str | None = None
+        """Instructions added after rheo's own system prompt for every turn (``ask -s``)."""
 
     def store_message(
-        self, message: str, *, new_session: bool = False, meta: dict[str, Any] | None = None
+        self,
+        message: str,
+        *,
+        new_session: bool = False,
+        session_id: int | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> ledger.Appended:
-        """Commit the person's turn (session detection included) and return it. ``meta`` is
-        stored with it (a front end's own ids, e.g. Telegram's update id)."""
+        """Commit the person's turn (session detection included, unless ``session_id`` names
+        the session to join) and return it. ``meta`` is stored with it (a front end's own
+        ids, e.g. Telegram's update id)."""
         appended = ledger.append_turn(
             self.rt.conn,
             profile=self.rt.profile,
@@ -174,6 +191,7 @@ class Assistant:
             now=self.rt.now(),
             gap_s=self.rt.settings.gap_s,
             new_session=new_session,
+            session_id=session_id,
             meta=meta,
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
@@ -202,15 +220,24 @@ class Assistant:
         on_text: Callable[[str], None] | None = None,
         on_context: Callable[[Context], None] | None = None,
         provider: Provider | None = None,
+        session_id: int | None = None,
+        question: ledger.Turn | None = None,
     ) -> TurnResult:
         """Run one turn: store ``message``, then `respond` to it. ``on_text`` receives reply
-        text as it streams.
+        text as it streams. ``session_id`` joins that session (the store's id) whatever the
+        gap; ``question`` re-sends an already stored user turn (a retry) instead of storing
+        ``message``.
 
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases.
         """
-        user_turn = self.store_message(message, new_session=new_session).turn
+        if question is not None:
+            user_turn = question
+        else:
+            user_turn = self.store_message(
+                message, new_session=new_session, session_id=session_id
+            ).turn
         return self.respond(user_turn, on_text=on_text, on_context=on_context, provider=provider)
 
     def respond(
@@ -234,6 +261,7 @@ class Assistant:
             max_tokens=self.rt.config.max_tokens,
             now=self.rt.now(),
             tools=self.tools,
+            extra_system=self.extra_system,
         )
         parts: list[str] = []
         usage = Usage()

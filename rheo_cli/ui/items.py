@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from ..memory.store.timeutil import from_stored
 from .output import local, preview
 
 
@@ -21,3 +23,17 @@ def item_line(item: Any, now: Any, settings: Any) -> str:
         f"#{item.id:<5} {item.category:<11} {item.effective(now, settings):.2f}  "
         f"{local(item.reinforced_at, now)[:10]}  {preview(item.content_text(), 70)}{extra}"
     )
+
+
+def is_overdue(item: Any, now: datetime) -> bool:
+    """True for an active open item whose due time has passed."""
+    return bool(item.due_at) and item.status == "active" and from_stored(item.due_at) < now
+
+
+def open_item_line(item: Any, now: datetime) -> str:
+    """``#12    due 2026-12-04 OVERDUE  call Ana`` for ``items list`` and the REPL's /items."""
+    due = f"due {local(item.due_at, now)[:10]}" if item.due_at else "no due date"
+    if is_overdue(item, now):
+        due += " OVERDUE"
+    state = "" if item.status == "active" else f"  [{item.status}]"
+    return f"#{item.id:<5} {due:<22} {preview(item.content_text(), 80)}{state}"

@@ -40,19 +40,20 @@ def local(stored: str, now: datetime) -> str:
     return display(stored, now.tzinfo)
 
 
-def turn_line(turn: Turn, now: datetime, width: int = 90) -> str:
+def turn_line(
+    turn: Turn, now: datetime, width: int = 90, numbers: dict[int, int] | None = None
+) -> str:
     """One turn as a listing line: id, local time, session, role (and status), preview.
 
-    A failed reply with no text shows why it failed."""
+    ``numbers`` maps session ids to the per-profile numbers the person sees (``s3``); a
+    failed reply with no text shows why it failed."""
     role = turn.role + (f" ({turn.status})" if turn.status not in (None, "ok") else "")
     text = turn.content
     if not text and turn.status == "error":
         error = turn.meta.get("error", {})
         text = f"[{error.get('message', 'no reply')}]" if isinstance(error, dict) else "[error]"
-    return (
-        f"#{turn.id:<6} {local(turn.ts, now)}  s{turn.session_id:<4} {role:<21} "
-        f"{preview(text, width)}"
-    )
+    session = (numbers or {}).get(turn.session_id, turn.session_id)
+    return f"#{turn.id:<6} {local(turn.ts, now)}  s{session:<4} {role:<21} {preview(text, width)}"
 
 
 def quiet_stdout(stream: Any = None) -> None:

@@ -132,7 +132,8 @@ def session_lines(
 def open_item_lines(
     active: list[item_store.MemoryItem], now: datetime, tz: tzinfo | None, budget: int
 ) -> list[Line]:
-    """Open commitments (category ``open_item``), soonest due first, then newest."""
+    """Open commitments (category ``open_item``), soonest due first, then newest; one whose
+    due time has passed says OVERDUE."""
     per_line = max(40, int(budget * 0.1))
     lines = []
     for item in active:
@@ -141,6 +142,8 @@ def open_item_lines(
         when = f"since {display(item.created_at, tz, with_time=False)}"
         if item.due_at:
             when += f", due {display(item.due_at, tz, with_time=False)}"
+            if from_stored(item.due_at) < now:
+                when += ", OVERDUE"
         due_key = from_stored(item.due_at).timestamp() if item.due_at else float("inf")
         lines.append(
             Line(

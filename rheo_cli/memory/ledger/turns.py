@@ -383,3 +383,24 @@ def count_turns(conn: sqlite3.Connection, profile: str) -> int:
 def last_turn_ids(turns: Sequence[Turn]) -> list[int]:
     """The ids of ``turns`` (a convenience for JSON output)."""
     return [t.id for t in turns]
+
+
+def unanswered_question(conn: sqlite3.Connection, profile: str) -> Turn | None:
+    """The profile's last user turn when its reply failed (an ``error`` turn follows it, or no
+    turn at all), to be sent again without storing it twice; None when it was answered (or
+    interrupted by the person) or there is no question."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? AND role = 'user' "
+        "ORDER BY id DESC LIMIT 1",
+        (profile,),
+    ).fetchone()
+    if row is None:
+        return None
+    question = _row_to_turn(row)
+    reply = conn.execute(
+        "SELECT status FROM turns WHERE profile = ? AND id > ? ORDER BY id DESC LIMIT 1",
+        (profile, question.id),
+    ).fetchone()
+    if reply is None or reply["status"] == "error":
+        return question
+    return None
