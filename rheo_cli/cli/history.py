@@ -6,22 +6,25 @@ from typing import Annotated, Any
 
 import typer
 
-from ..ui.output import print_json, turn_line
+from ..ui.output import echo, print_json, turn_line
 from .errors import command
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
-    rich_markup_mode=None, help="Search and list stored turns (the ledger).", no_args_is_help=True
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    help="Search and list stored turns (the ledger).",
+    no_args_is_help=True,
 )
 
 
 def _print_turns(turns: list[Any], now: Any) -> None:
     if not turns:
-        print("(no turns)")
+        echo("(no turns)")
         return
     for turn in turns:
-        print(turn_line(turn, now))
+        echo(turn_line(turn, now))
 
 
 @app.command()

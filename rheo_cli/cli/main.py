@@ -21,6 +21,7 @@ from .options import Model, New, Profile
 from .state import GLOBAL
 
 app = typer.Typer(
+    pretty_exceptions_show_locals=False,
     name="rheo",
     rich_markup_mode=None,
     help="A command-line assistant that remembers. Run with no command to chat.",
@@ -61,8 +62,13 @@ app.command()(digests_cmd.maintain)
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return the exit status; usage errors are one line."""
+    from .inputs import clean_arg
+
+    # Arguments that are not valid UTF-8 are read as Latin-1, as stdin is, so no command ever
+    # meets the surrogates Python would otherwise hand it (and fail to encode them later).
+    args = [clean_arg(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
-        result = app(args=argv, prog_name="rheo", standalone_mode=False)
+        result = app(args=args, prog_name="rheo", standalone_mode=False)
     except KeyboardInterrupt:
         say_error("interrupted")
         return int(ExitStatus.INTERRUPTED)

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from ..ui.output import local, print_json
+from ..ui.output import echo, local, print_json
 from .errors import command
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
-app = typer.Typer(rich_markup_mode=None, help="List conversation sessions.", no_args_is_help=True)
+app = typer.Typer(
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    help="List conversation sessions.",
+    no_args_is_help=True,
+)
 
 
 @app.command("list")
@@ -24,10 +29,10 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         print_json([s.to_json() for s in found])
         return
     if not found:
-        print("(no sessions)")
+        echo("(no sessions)")
         return
     now = rt.now()
     for s in found:
-        print(
+        echo(
             f"s{s.id:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  {s.turns} turns"
         )

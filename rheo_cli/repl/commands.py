@@ -36,8 +36,11 @@ class ReplState:
     done: bool = False
 
     def say(self, text: str) -> None:
-        """Print a notice line."""
-        self.out.write(text + "\n")
+        """Print a notice line, through the one display filter (`safe`): stored text in it
+        is shown literally, never acted on by the terminal."""
+        from ..ui.output import safe
+
+        self.out.write(safe(text) + "\n")
         self.out.flush()
 
 

@@ -28,6 +28,7 @@ from ..providers.base import (
     ToolCall,
     Usage,
 )
+from ..providers.redact import redact
 from ..runtime import Runtime
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -317,7 +318,9 @@ class Assistant:
         if calls:
             meta["tool_calls"] = calls
         if error:
-            meta["error"] = error
+            # The ledger cannot be changed later: no credential (a key, a password in a base
+            # URL, a token in a query string) may enter it with an error message.
+            meta["error"] = {k: redact(v) for k, v in error.items()}
         meta["reply_to"] = user_turn.id
         for attempt in range(RECORD_ATTEMPTS):
             try:
