@@ -28,7 +28,7 @@ _INVISIBLE = (
     "\ud800-\udfff"  # lone surrogates (cannot even be encoded)
 )
 _UNSAFE = re.compile(f"[\\x00-\\x08\\x0b-\\x1f\\x7f{_INVISIBLE}]")
-_JSON_UNSAFE = re.compile(f"[{_INVISIBLE}]")
+_JSON_UNSAFE = re.compile(f"[\\x7f{_INVISIBLE}]")
 
 
 def _visible(match: re.Match[str]) -> str:
@@ -56,7 +56,7 @@ def json_text(value: Any) -> str:
     """``value`` as indented JSON that a terminal shows literally.
 
     ``json.dumps(ensure_ascii=False)`` already escapes C0 controls (``\\u001b``) but leaves
-    C1 controls, bidirectional and zero-width characters and lone surrogates as they are;
+    DEL, C1 controls, bidirectional and zero-width characters and lone surrogates as they are;
     these are written as ``\\uXXXX`` escapes too. They can only occur inside JSON strings,
     so the document decodes to the same value.
     """
