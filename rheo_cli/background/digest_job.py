@@ -13,6 +13,7 @@ from ..memory.ledger.digests import store_digest
 from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
+from ..memory.text.secrets import mask
 from ..runtime import Runtime
 from . import extractors, facts
 
@@ -61,7 +62,8 @@ def run(rt: Runtime, job: Job) -> list[str]:
         lines.append(
             f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
             + entry(
-                f"{'person' if t.role == 'user' else 'assistant'}: ", clip(t.content, TURN_TOKENS)
+                f"{'person' if t.role == 'user' else 'assistant'}: ",
+                clip(mask(t.content), TURN_TOKENS),
             )
         )
     text, model, errors = extractors.complete(
@@ -71,7 +73,7 @@ def run(rt: Runtime, job: Job) -> list[str]:
         max_tokens=2000,
     )
     notes = [f"fallback used after: {e}" for e in errors]
-    person_text = " ".join(t.content[:500] for t in turns if t.role == "user")[:4000]
+    person_text = " ".join(mask(t.content)[:500] for t in turns if t.role == "user")[:4000]
     ids = {t.id for t in turns}
     parsed = parse_facts(text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz)
     notes.extend(parsed.notes)
