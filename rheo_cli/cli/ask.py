@@ -24,10 +24,18 @@ def ask(
     new: New = False,
     model: Model = None,
     profile: Profile = None,
+    incognito: Annotated[
+        bool,
+        typer.Option(
+            "--incognito",
+            help="Store nothing and learn nothing from this exchange (memory is still read).",
+        ),
+    ] = False,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
+    With --incognito neither the question nor the reply is stored and nothing is extracted.
     """
     from ..providers import anthropic_api
 
@@ -41,6 +49,7 @@ def ask(
     message = compose(text, read_stdin())
     rt = runtime_for(profile, model)
     assistant = make_assistant(rt)
+    assistant.incognito = incognito
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from ..ui.stream import ReplyWriter
 
@@ -64,7 +73,8 @@ def ask(
         writer.finish()
         if json_out:
             print_json(outcome_json(exc.user_turn, exc.turn, "interrupted"))
-        say_error(f"interrupted: the partial reply is kept as turn #{exc.turn.id}")
+        kept = f"kept as turn #{exc.turn.id}" if exc.turn.id else "not stored (incognito)"
+        say_error(f"interrupted: the partial reply is {kept}")
         raise typer.Exit(signals.exit_status(exc.cause)) from None
     except TurnFailed as exc:
         writer.finish()
@@ -74,13 +84,17 @@ def ask(
         raise typer.Exit(int(ExitStatus.ERROR)) from None
     finally:
         writer.finish()
-        kick_background(rt)
+        if not incognito:
+            kick_background(rt)
         rt.close()
     if json_out:
         print_json(result.to_json())
     if writer.write_error or sys.stdout is None:
         reason = writer.write_error or "stdout is closed"
-        say_error(
-            f"cannot write the reply ({reason}); it is stored as turn #{result.assistant_turn.id}"
+        where = (
+            f"it is stored as turn #{result.assistant_turn.id}"
+            if result.assistant_turn.id
+            else "it was not stored (incognito)"
         )
+        say_error(f"cannot write the reply ({reason}); {where}")
         raise typer.Exit(int(ExitStatus.ERROR))
