@@ -15,7 +15,15 @@ from ..errors import ExitStatus
 from ..ui.output import quiet_stdout
 from . import ask as ask_cmd
 from . import chat as chat_cmd
-from . import context_cmd, digests_cmd, history, memory_cmd, paths_cmd, sessions_cmd
+from . import (
+    context_cmd,
+    digests_cmd,
+    history,
+    memory_cmd,
+    paths_cmd,
+    purge_cmd,
+    sessions_cmd,
+)
 from .errors import say_error
 from .options import Model, New, Profile
 from .state import GLOBAL
@@ -58,6 +66,7 @@ app.add_typer(memory_cmd.items_app, name="items")
 app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
 app.command()(digests_cmd.maintain)
+app.command()(purge_cmd.purge)
 
 
 def run(argv: list[str] | None = None) -> int:
