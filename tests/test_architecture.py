@@ -22,7 +22,8 @@ LAYERS: dict[str, set[str]] = {
     "background": {"memory", "providers", "core", "turn"},
     "ui": {"core", "memory"},
     "repl": {"turn", "memory", "ui", "core", "providers", "background"},
-    "cli": {"turn", "memory", "ui", "core", "providers", "background", "repl"},
+    "io": {"memory"},
+    "cli": {"turn", "memory", "ui", "core", "providers", "background", "repl", "io"},
     "entry": {"cli", "core", "providers"},
 }
 """A layer is a top-level package of rheo_cli, or ``core`` for its top-level modules."""

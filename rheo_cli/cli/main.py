@@ -23,6 +23,7 @@ from . import (
     paths_cmd,
     purge_cmd,
     sessions_cmd,
+    transfer_cmd,
 )
 from .errors import say_error
 from .options import Model, New, Profile
@@ -67,6 +68,9 @@ app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
 app.command()(digests_cmd.maintain)
 app.command()(purge_cmd.purge)
+app.command()(transfer_cmd.backup)
+app.command()(transfer_cmd.export)
+app.command("import")(transfer_cmd.import_)
 
 
 def run(argv: list[str] | None = None) -> int:
