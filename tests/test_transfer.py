@@ -27,10 +27,12 @@ def seed(rheo, api, monkeypatch):
         api,
         chat=[text("Noted."), text("Sure."), text("Fine.")],
         extract=[
-            facts_reply({"category": "fact", "topic": "city", "label": "Lives in Lyon",
-                         "confidence": 0.9}),  # fmt: skip
-            facts_reply({"category": "fact", "topic": "city", "label": "Lives in Paris",
-                         "confidence": 0.9}),  # fmt: skip
+            facts_reply(
+                {"category": "fact", "topic": "city", "label": "Lives in Lyon", "confidence": 0.9}
+            ),  # fmt: skip
+            facts_reply(
+                {"category": "fact", "topic": "city", "label": "Lives in Paris", "confidence": 0.9}
+            ),  # fmt: skip
             facts_reply(),
         ],
         digest=text(json.dumps({"narrative": "Talked about moving.", "facts": []})),
@@ -125,8 +127,8 @@ def test_formats_are_sniffed_or_named(rheo, tmp_path):
     other.write_text('[{"mapping": {}}]')
     result = rheo("import", str(other))
     assert result.exit_code == 2 and "--from" in result.stderr
-    planned = rheo("import", str(other), "--from", "chatgpt")
-    assert planned.exit_code == 2 and "not supported yet" in planned.stderr
+    unknown = rheo("import", str(other), "--from", "myspace")
+    assert unknown.exit_code == 2 and "unknown format" in unknown.stderr
     assert rheo("import", str(tmp_path / "missing.jsonl")).exit_code == 1
     newer = tmp_path / "newer.jsonl"
     newer.write_text('{"type": "header", "format": "rheo-export", "version": 99}\n')
@@ -180,9 +182,10 @@ def test_backup_while_another_process_writes(tmp_path):
         assert not dest.with_name(dest.name + "-wal").exists()
         copy = sqlite3.connect(dest)
         assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        assert copy.execute(
-            "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)"
-        ) is not None
+        assert (
+            copy.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)")
+            is not None
+        )
         n_turns = copy.execute("SELECT count(*) FROM turns").fetchone()[0]
         # A consistent snapshot: the session's counter matches its turns.
         assert copy.execute("SELECT sum(turns) FROM sessions").fetchone()[0] == n_turns

@@ -19,10 +19,14 @@ from . import (
     context_cmd,
     digests_cmd,
     history,
+    import_history_cmd,
+    kb_cmd,
+    mcp_cmd,
     memory_cmd,
     paths_cmd,
     purge_cmd,
     sessions_cmd,
+    telegram_cmd,
     transfer_cmd,
 )
 from .errors import say_error
@@ -66,11 +70,15 @@ app.add_typer(memory_cmd.app, name="memory")
 app.add_typer(memory_cmd.items_app, name="items")
 app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
+app.add_typer(kb_cmd.app, name="kb")
 app.command()(digests_cmd.maintain)
 app.command()(purge_cmd.purge)
 app.command()(transfer_cmd.backup)
 app.command()(transfer_cmd.export)
 app.command("import")(transfer_cmd.import_)
+app.command()(telegram_cmd.telegram)
+app.command("import-history")(import_history_cmd.import_history)
+app.command()(mcp_cmd.mcp)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -85,20 +85,42 @@ def import_(
     from_: Annotated[
         str | None,
         typer.Option(
-            "--from", help="The file's format: rheo (JSON Lines from 'rheo export'); else sniffed."
+            "--from",
+            help="The file's format: rheo ('rheo export'), or llm, chatgpt, claude (other "
+            "tools' history, as 'rheo import-history'); sniffed when not given.",
         ),
     ] = None,
     json_out: Json = False,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", "-p", metavar="NAME", help="Profile for other tools' history."),
+    ] = None,
 ) -> None:
-    """Import a file made by 'rheo export' (into the profiles it names).
+    """Import a file made by 'rheo export' (into the profiles it names), or another tool's
+    chat history.
 
     Records already stored are skipped, so importing a file twice adds nothing the second
     time. The whole file is checked and written in one transaction: a malformed line is
     reported with its number and nothing is imported.
     """
+    from ..importers import FORMATS as HISTORY_FORMATS
+    from ..importers import sniff as sniff_history
     from ..io import formats
     from ..memory import archive
     from ..memory.store.errors import InvalidInput
+    from .import_history_cmd import import_history
+
+    history = (from_ or "").strip().lower()
+    if not history and str(file) != "-" and file.is_file():
+        try:
+            with file.open("rb") as head:
+                is_rheo = formats.FORMATS["rheo"].sniff(head.readline())
+            history = "" if is_rheo else (sniff_history(file) or "")
+        except OSError:
+            history = ""
+    if history in HISTORY_FORMATS:
+        import_history(fmt=history, file=file, extract=False, json_out=json_out, profile=profile)
+        return
 
     try:
         data = sys.stdin.buffer if str(file) == "-" else open(file, "rb")  # noqa: SIM115

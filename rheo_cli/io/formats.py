@@ -1,9 +1,9 @@
 """Which importer reads a file: named with ``--from``, or sniffed from its first bytes.
 
-Each format is a module with ``NAME``, ``sniff(first_line: bytes) -> bool`` and
+Each format here is a module with ``NAME``, ``sniff(first_line: bytes) -> bool`` and
 ``read(data: IO[bytes]) -> Iterator[(line, record)]`` yielding rheo export records (see
-`rheo_cli.memory.archive`). To add a format (llm's logs, ChatGPT or Claude.ai exports), write
-such a module that converts to those records and list it in `FORMATS`.
+`rheo_cli.memory.archive`); list a new one in `FORMATS`. Other tools' chat histories (llm,
+ChatGPT, Claude.ai) are read by `rheo_cli.importers`; ``rheo import`` hands such files to it.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from . import rheo_jsonl
 
 FORMATS: dict[str, ModuleType] = {rheo_jsonl.NAME: rheo_jsonl}
 """Readable formats by ``--from`` name."""
-PLANNED = ("llm", "chatgpt", "claude")
-"""Names reserved for importers not written yet."""
 
 
 class UnknownFormat(ValueError):
@@ -29,8 +27,6 @@ def choose(name: str | None, first_line: bytes) -> ModuleType:
         key = name.strip().lower()
         if key in FORMATS:
             return FORMATS[key]
-        if key in PLANNED:
-            raise UnknownFormat(f"importing from {key} is not supported yet")
         raise UnknownFormat(f"unknown format {name!r}; use one of {', '.join(FORMATS)}")
     for module in FORMATS.values():
         if module.sniff(first_line):

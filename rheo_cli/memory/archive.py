@@ -224,6 +224,7 @@ def _export_profile(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str
             "status": r["status"],
             "usage": usage,
             "meta": meta,
+            "source_key": r["source_key"],
         }
     for r in conn.execute("SELECT * FROM digests WHERE profile = ? ORDER BY id", (profile,)):
         facts = json.loads(r["facts"])
@@ -420,13 +421,14 @@ def _insert(
         usage = rec.get("usage") or {}
         cur = conn.execute(
             "INSERT INTO turns(profile, session_id, role, content, ts, model, status, "
-            "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, meta) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, meta, "
+            "source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 profile, ref("session"), rec["role"], str(rec["content"]), rec["ts"],
                 rec.get("model"), rec.get("status"), usage.get("input_tokens"),
                 usage.get("output_tokens"), usage.get("cache_read_tokens"),
                 usage.get("cache_write_tokens"), json.dumps(meta, ensure_ascii=False),
+                rec.get("source_key"),
             ),
         )  # fmt: skip
     elif kind == "digest":

@@ -7,7 +7,7 @@ session, their jobs), and then the bytes — with ``secure_delete`` on, freed sp
 the FTS indexes are merged so no old segment keeps a term, the file is VACUUMed and the WAL
 checkpointed and truncated. A tombstone in ``purges`` says what was erased and when, never the
 content. The append-only guards stand aside only while the purge's own transaction holds a
-row in ``purge_grant`` (migration 7), removed again before it commits.
+row in ``purge_grant`` (migration 9), removed again before it commits.
 """
 
 from __future__ import annotations
