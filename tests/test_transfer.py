@@ -122,6 +122,15 @@ def test_a_malformed_line_is_reported_and_nothing_is_imported(rheo, api, monkeyp
                 assert db_rows(fresh, f"SELECT count(*) FROM {table}")[0][0] == 0, table
 
 
+def test_other_tools_history_is_handed_to_the_history_importer(rheo, home):
+    sample = REPO / "tests" / "data" / "chatgpt_conversations.json"
+    result = rheo("import", str(sample), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert db_rows(home, "SELECT count(*) FROM turns WHERE source_key LIKE 'chatgpt:%'")[0][0]
+    again = rheo("import", str(sample), "--from", "chatgpt")
+    assert again.exit_code == 0
+
+
 def test_formats_are_sniffed_or_named(rheo, tmp_path):
     other = tmp_path / "other.json"
     other.write_text('[{"mapping": {}}]')

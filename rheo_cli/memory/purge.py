@@ -202,9 +202,20 @@ def _erase(conn: sqlite3.Connection, target: Target) -> dict[str, int]:
             counts.get("jobs", 0)
             + conn.execute("DELETE FROM jobs WHERE profile = ?", (target.profile,)).rowcount
         )
+        conn.execute(
+            "INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, heading, content) "
+            "SELECT 'delete', id, heading, content FROM kb_chunks WHERE profile = ?",
+            (target.profile,),
+        )
+        counts["kb_chunks"] = conn.execute(
+            "DELETE FROM kb_chunks WHERE profile = ?", (target.profile,)
+        ).rowcount
+        counts["kb_documents"] = conn.execute(
+            "DELETE FROM kb_documents WHERE profile = ?", (target.profile,)
+        ).rowcount
     # Merge each index into one segment: entries deleted above leave no old segment behind
     # that still holds their terms.
-    for index in ("turns_fts", "turns_cjk", "memory_items_fts", "digests_fts"):
+    for index in ("turns_fts", "turns_cjk", "memory_items_fts", "digests_fts", "kb_chunks_fts"):
         conn.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")
     return counts
 
