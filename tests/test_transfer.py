@@ -133,7 +133,7 @@ def test_other_tools_history_is_handed_to_the_history_importer(rheo, home):
 
 def test_formats_are_sniffed_or_named(rheo, tmp_path):
     other = tmp_path / "other.json"
-    other.write_text('[{"mapping": {}}]')
+    other.write_text('{"hello": 1}')
     result = rheo("import", str(other))
     assert result.exit_code == 2 and "--from" in result.stderr
     unknown = rheo("import", str(other), "--from", "myspace")
