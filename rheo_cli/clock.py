@@ -39,7 +39,7 @@ def from_env(environ: dict[str, str] | None = None) -> Clock:
     env = os.environ if environ is None else environ
     raw = env.get("RHEO_NOW", "").strip()
     if not raw:
-        zone = system_zone(env)
+        zone = system_zone(dict(env))
         return lambda: datetime.now(zone)
     try:
         fixed = parse_instant(raw, default_tz=local_zone())

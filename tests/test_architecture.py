@@ -26,6 +26,7 @@ LAYERS: dict[str, set[str]] = {
     # the memory served to other clients over the Model Context Protocol
     "mcpserver": {"turn", "memory", "core", "providers", "background"},
     "repl": {"turn", "memory", "ui", "core", "providers", "background"},
+    "io": {"memory"},
     "telegram": {"turn", "memory", "ui", "core", "providers", "background"},
     "cli": {
         "telegram",
@@ -38,6 +39,7 @@ LAYERS: dict[str, set[str]] = {
         "repl",
         "importers",
         "mcpserver",
+        "io",
     },
     "entry": {"cli", "core", "providers"},
 }

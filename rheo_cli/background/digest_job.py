@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from .. import prompts
 from ..memory import jobs
 from ..memory.facts.parsing import Parsed, parse_facts
@@ -13,6 +15,7 @@ from ..memory.ledger.digests import store_digest
 from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
+from ..memory.text.secrets import mask
 from ..runtime import Runtime
 from . import extractors, facts, schemas
 
@@ -61,7 +64,8 @@ def run(rt: Runtime, job: Job) -> list[str]:
         lines.append(
             f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
             + entry(
-                f"{'person' if t.role == 'user' else 'assistant'}: ", clip(t.content, TURN_TOKENS)
+                f"{'person' if t.role == 'user' else 'assistant'}: ",
+                clip(mask(t.content), TURN_TOKENS),
             )
         )
     text, model, errors = extractors.complete(
@@ -72,9 +76,11 @@ def run(rt: Runtime, job: Job) -> list[str]:
         tool=schemas.RECORD_DIGEST,
     )
     notes = [f"fallback used after: {e}" for e in errors]
-    person_text = " ".join(t.content[:500] for t in turns if t.role == "user")[:4000]
+    person_text = " ".join(mask(t.content)[:500] for t in turns if t.role == "user")[:4000]
     ids = {t.id for t in turns}
-    parsed = parse_facts(text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz)
+    parsed = parse_facts(
+        text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz or UTC
+    )
     notes.extend(parsed.notes)
     narrative = " ".join(str(parsed.data.get("narrative") or "").split())
     if not narrative:

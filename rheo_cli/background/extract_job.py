@@ -3,7 +3,7 @@ and returns 0-3 facts, which go through the memory write path."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from .. import prompts
 from ..memory import jobs
@@ -14,6 +14,7 @@ from ..memory.ledger import turns as ledger
 from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
+from ..memory.text.secrets import mask
 from ..runtime import Runtime
 from . import extractors, facts, schemas
 
@@ -55,8 +56,9 @@ def build_prompt(
     lines += [
         "",
         "Exchange:",
-        entry("Person: ", clip(person.content, TURN_TOKENS)),
-        entry("Assistant: ", clip(reply.content, TURN_TOKENS)),
+        # The extraction model never sees a secret the person pasted.
+        entry("Person: ", clip(mask(person.content), TURN_TOKENS)),
+        entry("Assistant: ", clip(mask(reply.content), TURN_TOKENS)),
     ]
     return "\n".join(lines), {i.id: i.topic for i in shown}
 
@@ -75,7 +77,9 @@ def run(rt: Runtime, job: Job) -> list[str]:
         tool=schemas.RECORD_FACTS,
     )
     notes = [f"fallback used after: {e}" for e in errors]
-    parsed = parse_facts(text, known_ids=known, person_text=person.content, tz=when.tzinfo)
+    parsed = parse_facts(
+        text, known_ids=known, person_text=mask(person.content), tz=when.tzinfo or UTC
+    )
     notes.extend(parsed.notes)
     with write(rt.conn):  # the facts and the job's completion commit together
         notes += facts.store(

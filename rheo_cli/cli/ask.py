@@ -78,10 +78,18 @@ def ask(
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the reply only once it is complete.")
     ] = False,
+    incognito: Annotated[
+        bool,
+        typer.Option(
+            "--incognito",
+            help="Store nothing and learn nothing from this exchange (memory is still read).",
+        ),
+    ] = False,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
+    With --incognito neither the question nor the reply is stored and nothing is extracted.
 
     \b
     Examples:
@@ -123,6 +131,7 @@ def ask(
         session_id = latest.id if latest is not None else None
     assistant = make_assistant(rt)
     assistant.extra_system = system
+    assistant.incognito = incognito
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from ..ui.stream import ReplyWriter
 
@@ -157,7 +166,8 @@ def ask(
         raise typer.Exit(int(ExitStatus.ERROR)) from None
     finally:
         writer.finish()
-        kick_background(rt)
+        if not incognito:
+            kick_background(rt)
         rt.close()
     if json_out:
         print_json(result.to_json())
@@ -165,7 +175,10 @@ def ask(
         say_error(usage_line(result.usage))
     if writer.write_error or sys.stdout is None:
         reason = writer.write_error or "stdout is closed"
-        say_error(
-            f"cannot write the reply ({reason}); it is stored as turn #{result.assistant_turn.id}"
+        where = (
+            f"it is stored as turn #{result.assistant_turn.id}"
+            if result.assistant_turn.id
+            else "it was not stored (incognito)"
         )
+        say_error(f"cannot write the reply ({reason}); {where}")
         raise typer.Exit(int(ExitStatus.ERROR))

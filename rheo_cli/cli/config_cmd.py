@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..ui.output import print_json
+from ..ui.output import echo, print_json
 from .complete import config_keys
 from .errors import command
 from .options import Json
@@ -58,13 +58,13 @@ def show(json_out: Json = False) -> None:
             }
         )
         return
-    print(f"# {path}" + ("" if path.exists() else " (not created yet: all defaults)"))
+    echo(f"# {path}" + ("" if path.exists() else " (not created yet: all defaults)"))
     width = max(len(r.name) for r in rows)
-    print(f"{'profile':<{width}}  {profile or 'default'!s:<24} {profile_source}")
+    echo(f"{'profile':<{width}}  {profile or 'default'!s:<24} {profile_source}")
     for r in rows:
         value = ", ".join(r.value) if isinstance(r.value, list) else r.value
         shown = f"{value:g}" if isinstance(value, float) else str(value or "-")
-        print(f"{r.name:<{width}}  {shown:<24} {r.source}")
+        echo(f"{r.name:<{width}}  {shown:<24} {r.source}")
 
 
 @app.command()
@@ -76,7 +76,7 @@ def path() -> None:
     Example:
       rheo config path
     """
-    print(_config_path())
+    echo(str(_config_path()))
 
 
 @app.command()
@@ -119,7 +119,7 @@ def edit() -> None:
         raise RheoError(f"the editor exited with status {status}; config.toml is unchanged")
     if after == before:
         draft.unlink(missing_ok=True)
-        print("no change")
+        echo("no change")
         return
     try:
         check_text(after, path)
@@ -127,7 +127,7 @@ def edit() -> None:
         raise RheoError(f"{exc}; config.toml is unchanged, your edit is kept in {draft}") from None
     replace_file(path, after)
     draft.unlink(missing_ok=True)
-    print(f"saved {path}")
+    echo(f"saved {path}")
 
 
 @app.command("set")
@@ -150,4 +150,4 @@ def set_(
 
     path = _config_path()
     stored = set_value(path, key, value)
-    print(f"{key} = {toml_value(stored)}  (in {path})")
+    echo(f"{key} = {toml_value(stored)}  (in {path})")

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ..ui.output import print_json
+from ..ui.output import echo, print_json
 from .errors import command
-from .inputs import read_stdin
+from .inputs import clean_arg, read_stdin
 from .options import Json, Profile
 from .state import runtime_for
 
@@ -46,7 +46,7 @@ def context(
       rheo context --explain "what did I promise Ana?"
     """
     piped = read_stdin()
-    message = " ".join(text or []).strip()
+    message = " ".join(clean_arg(a) for a in text or []).strip()
     if piped and piped.strip():
         message = f"{message}\n\n<stdin>\n{piped.strip()}\n</stdin>" if message else piped.strip()
     rt = runtime_for(profile)
@@ -61,35 +61,36 @@ def context(
         _table(info, explain=True)
         if not system:
             return
-        print()
+        echo("")
     _prompt(info)
     if not explain:
         _table(info, explain=False)
 
 
 def _prompt(info: dict[str, Any]) -> None:
-    print("──── system ────")
+    echo("──── system ────")
     for block in info["system"]:
-        print(block["text"] + ("\n[cache breakpoint]" if block["cache"] else ""))
-    print("──── messages ────")
+        echo(block["text"] + ("\n[cache breakpoint]" if block["cache"] else ""))
+    echo("──── messages ────")
     for msg in info["messages"]:
-        print(f"[{msg['role']}]")
-        for part in msg["content"]:
-            print(part["text"], end="")
-            if part.get("cache_control"):
-                print("[cache breakpoint]")
-        print()
+        echo(f"[{msg['role']}]")
+        echo(
+            "".join(
+                part["text"] + ("[cache breakpoint]\n" if part.get("cache_control") else "")
+                for part in msg["content"]
+            )
+        )
     if info["tools"]:
-        print(f"──── tools: {', '.join(info['tools'])}")
+        echo(f"──── tools: {', '.join(info['tools'])}")
 
 
 def _table(info: dict[str, Any], *, explain: bool) -> None:
-    print("──── tokens (estimated) ────")
+    echo("──── tokens (estimated) ────")
     for s in info["sections"]:
         dropped = f"  ({s['dropped']} lines left out)" if s["dropped"] else ""
-        print(f"{s['name']:<18} {s['tokens']:>6}{dropped}")
+        echo(f"{s['name']:<18} {s['tokens']:>6}{dropped}")
         if explain:
             for ln in s["lines"]:
-                print(f"    {ln['source']:<12} rank {ln['rank']:>8.3f}  {ln['why']}")
-    print(f"{'context total':<18} {info['context_tokens']:>6} of {info['budget']:,} budget")
-    print(f"{'message':<18} {info['message_tokens']:>6}")
+                echo(f"    {ln['source']:<12} rank {ln['rank']:>8.3f}  {ln['why']}")
+    echo(f"{'context total':<18} {info['context_tokens']:>6} of {info['budget']:,} budget")
+    echo(f"{'message':<18} {info['message_tokens']:>6}")

@@ -7,19 +7,21 @@ from typing import Annotated, Any
 
 import typer
 
-from ..ui.output import local, preview, print_json, safe
+from ..ui.output import echo, local, preview, print_json
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
     epilog="Example: rheo digests list",
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Session digests: summaries of closed sessions.",
     no_args_is_help=True,
 )
 jobs_app = typer.Typer(
     epilog="Example: rheo jobs list",
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Background jobs: extraction and digests.",
     no_args_is_help=True,
@@ -43,14 +45,14 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         print_json([d.to_json() for d in found])
         return
     if not found:
-        print("(no digests)")
+        echo("(no digests)")
     now = rt.now()
     from ..memory.ledger.sessions import session_numbers
 
     numbers = session_numbers(rt.conn, rt.profile)
     for d in found:
         number = numbers.get(d.session_id, d.session_id)
-        print(f"#{d.id:<5} s{number:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
+        echo(f"#{d.id:<5} s{number:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
 
 
 @app.command()
@@ -77,19 +79,19 @@ def show(
     from ..memory.ledger.sessions import session_numbers
 
     number = session_numbers(rt.conn, rt.profile).get(d.session_id, d.session_id)
-    print(f"#{d.id}  session s{number}  {local(d.started_at, now)} → {local(d.ended_at, now)}")
-    print(safe(d.narrative))
+    echo(f"#{d.id}  session s{number}  {local(d.started_at, now)} → {local(d.ended_at, now)}")
+    echo(d.narrative)
     for title, values in (("decisions", d.decisions), ("procedures", d.procedures)):
         if values:
-            print(f"{title}:")
+            echo(f"{title}:")
             for v in values:
-                print(f"  - {safe(v)}")
+                echo(f"  - {v}")
     if d.facts:
-        print("candidate facts:")
+        echo("candidate facts:")
         for f in d.facts:
             label = f.get("label", "") if isinstance(f, dict) else str(f)
-            print(f"  - {safe(str(label))}")
-    print(
+            echo(f"  - {str(label)}")
+    echo(
         f"source turns: {len(d.source_turn_ids)} (#{d.source_turn_ids[0]}…#{d.source_turn_ids[-1]})"
         if d.source_turn_ids
         else "source turns: none"
@@ -156,12 +158,12 @@ def maintain(json_out: Json = False, profile: Profile = None) -> None:
     if json_out:
         print_json(summary.to_json())
         return
-    print(
+    echo(
         f"{len(summary.done)} job(s) done, {len(summary.retrying)} to retry, "
         f"{len(summary.failed)} failed"
     )
     for job, error in summary.retrying + summary.failed:
-        print(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
+        echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
 
 
 def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
@@ -199,13 +201,13 @@ def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None
         print_json([j.to_json() for j in found])
         return
     if not found:
-        print("(no jobs)")
+        echo("(no jobs)")
     from ..memory.ledger.sessions import session_numbers
 
     numbers = session_numbers(rt.conn, rt.profile)
     for j in found:
-        print(job_line(j, numbers))
+        echo(job_line(j, numbers))
         for note in j.notes:
-            print(f"         - {preview(note, 90)}")
+            echo(f"         - {preview(note, 90)}")
         for note in j.notes:
-            print(f"         - {preview(note, 90)}")
+            echo(f"         - {preview(note, 90)}")

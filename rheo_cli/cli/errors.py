@@ -22,8 +22,11 @@ R = TypeVar("R")
 
 
 def say_error(message: str) -> None:
-    """Print ``rheo: <message>`` as one line on stderr (newlines folded)."""
-    line = " ".join(str(message).split())
+    """Print ``rheo: <message>`` as one line on stderr (newlines folded, control and invisible
+    characters shown literally)."""
+    from ..ui.output import safe
+
+    line = " ".join(safe(str(message)).split())
     try:
         sys.stderr.write(f"rheo: {line}\n")
         sys.stderr.flush()

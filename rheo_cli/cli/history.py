@@ -6,13 +6,14 @@ from typing import Annotated, Any
 
 import typer
 
-from ..ui.output import print_json, turn_line
+from ..ui.output import echo, print_json, turn_line
 from .errors import command
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
     epilog='Example: rheo history search "tomato seeds"',
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Search and list stored turns (the ledger).",
     no_args_is_help=True,
@@ -23,11 +24,11 @@ def _print_turns(turns: list[Any], now: Any, rt: Any) -> None:
     from ..memory.ledger.sessions import session_numbers
 
     if not turns:
-        print("(no turns)")
+        echo("(no turns)")
         return
     numbers = session_numbers(rt.conn, rt.profile)
     for turn in turns:
-        print(turn_line(turn, now, numbers=numbers))
+        echo(turn_line(turn, now, numbers=numbers))
 
 
 @app.command()

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
-from ..ui.output import print_json
+from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Profile
 from .state import runtime_for
@@ -61,16 +61,16 @@ def import_history(
     if json_out:
         print_json(summary.to_json())
         return
-    print(
+    echo(
         f"imported {summary.turns} turn(s) from {summary.conversations} conversation(s) "
         f"into {summary.sessions} session(s) of profile {rt.profile!r}"
     )
     if summary.skipped:
-        print("skipped:")
+        echo("skipped:")
         for reason, count in sorted(summary.skipped.items(), key=lambda kv: (-kv[1], kv[0])):
-            print(f"  {count:>6}  {reason}")
+            echo(f"  {count:>6}  {reason}")
     if extract:
-        print(
+        echo(
             f"queued {summary.extract_jobs} extraction and {summary.digest_jobs} digest job(s)"
             " ('rheo jobs list' shows them)"
         )

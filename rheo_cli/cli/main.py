@@ -27,8 +27,10 @@ from . import (
     memory_cmd,
     paths_cmd,
     providers_cmd,
+    purge_cmd,
     sessions_cmd,
     telegram_cmd,
+    transfer_cmd,
 )
 from .errors import say_error
 from .group import GroupedHelp
@@ -36,6 +38,7 @@ from .options import Model, New, Profile, ProviderOpt
 from .state import GLOBAL
 
 app = typer.Typer(
+    pretty_exceptions_show_locals=False,
     name="rheo",
     cls=GroupedHelp,
     rich_markup_mode=None,
@@ -115,12 +118,21 @@ app.add_typer(kb_cmd.app, name="kb", rich_help_panel=MEMORY)
 app.command("import-history", rich_help_panel=HISTORY)(import_history_cmd.import_history)
 app.command(rich_help_panel=CHAT)(mcp_cmd.mcp)
 app.command(rich_help_panel=CHAT)(telegram_cmd.telegram)
+app.command(rich_help_panel=MAINTENANCE)(purge_cmd.purge)
+app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.backup)
+app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.export)
+app.command("import", rich_help_panel=MAINTENANCE)(transfer_cmd.import_)
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return the exit status; usage errors are one line."""
+    from .inputs import clean_arg
+
+    # Arguments that are not valid UTF-8 are read as Latin-1, as stdin is, so no command ever
+    # meets the surrogates Python would otherwise hand it (and fail to encode them later).
+    args = [clean_arg(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
-        result = app(args=argv, prog_name="rheo", standalone_mode=False)
+        result = app(args=args, prog_name="rheo", standalone_mode=False)
     except KeyboardInterrupt:
         say_error("interrupted")
         return int(ExitStatus.INTERRUPTED)

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import RheoError, UsageError
 from ..ui.items import item_line, open_item_line
-from ..ui.output import local, preview, print_json, safe
+from ..ui.output import echo, local, preview, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
@@ -16,12 +16,14 @@ from .state import runtime_for
 
 app = typer.Typer(
     epilog="Example: rheo memory list",
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Durable facts rheo remembers: list, show, correct, forget.",
     no_args_is_help=True,
 )
 items_app = typer.Typer(
     epilog="Example: rheo items list",
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Open items: commitments rheo follows up on.",
     no_args_is_help=True,
@@ -80,10 +82,10 @@ def list_(
         print_json([i.to_json(now, rt.settings) for i in found])
         return
     if not found:
-        print("(no memories)")
+        echo("(no memories)")
         return
     for item in found:
-        print(item_line(item, now, rt.settings))
+        echo(item_line(item, now, rt.settings))
 
 
 @app.command()
@@ -112,36 +114,36 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
         )
         return
     state = item.status + (", pinned" if item.pinned else "")
-    print(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
-    print(safe(item.content_text()))
-    print(
+    echo(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
+    echo(item.content_text())
+    echo(
         f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
         f"{item.reinforcements} mention{'s' if item.reinforcements != 1 else ''}, "
         f"last {local(item.reinforced_at, now)}"
     )
     source = f"{item.source}" + (f", turn #{item.source_turn_id}" if item.source_turn_id else "")
-    print(f"source: {source} · created {local(item.created_at, now)}")
+    echo(f"source: {source} · created {local(item.created_at, now)}")
     if item.due_at:
-        print(f"due: {local(item.due_at, now)}")
+        echo(f"due: {local(item.due_at, now)}")
     if item.reason:
-        print(f"reason: {safe(item.reason)}")
+        echo(f"reason: {item.reason}")
     if item.conflict_with:
-        print(
+        echo(
             f"conflict: contradicts #{item.conflict_with} (rheo memory resolve {item.id} "
             f"keeps this one)"
         )
     if len(versions) > 1:
         ordered = sorted(versions, key=lambda v: v.id)
-        print(
+        echo(
             "versions, oldest first: "
             + ", ".join(
                 f"#{v.id}" + (" (this one)" if v.id == item.id else f" {v.status}") for v in ordered
             )
         )
-    print("history:")
+    echo("history:")
     for e in history:
         turn = f" (turn #{e.source_turn_id})" if e.source_turn_id else ""
-        print(f"  {local(e.ts, now)}  {e.kind:<16} {safe(e.cause)}{turn}")
+        echo(f"  {local(e.ts, now)}  {e.kind:<16} {e.cause}{turn}")
 
 
 @app.command()
@@ -170,9 +172,9 @@ def search(
         print_json([i.to_json(now, rt.settings) for i, _ in found])
         return
     if not found:
-        print("(no memories)")
+        echo("(no memories)")
     for item, _ in found:
-        print(item_line(item, now, rt.settings))
+        echo(item_line(item, now, rt.settings))
 
 
 @app.command()
@@ -251,11 +253,11 @@ def add(
             }
         )
         return
-    print(outcome.describe())
+    echo(outcome.describe())
     if due_moment is not None:
-        from .dates import echo
+        from .dates import echo as echo_date
 
-        print(f"due {echo(due_moment)}")
+        echo(f"due {echo_date(due_moment)}")
 
 
 def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
@@ -266,7 +268,7 @@ def _state_change(action: str, item_id: int, profile: str | None, json_out: bool
     if json_out:
         print_json(item.to_json(rt.now(), rt.settings))
         return
-    print(change_line(action, item, already=already))
+    echo(change_line(action, item, already=already))
 
 
 @app.command()
@@ -328,13 +330,13 @@ def conflicts(json_out: Json = False, profile: Profile = None) -> None:
         )
         return
     if not pairs:
-        print("(no conflicts)")
+        echo("(no conflicts)")
         return
     for newer, older in pairs:
-        print(f"topic {newer.topic}:")
-        print(f"  newer #{newer.id}: {preview(newer.content_text(), 80)}")
-        print(f"  older #{older.id}: {preview(older.content_text(), 80)}")
-        print(f"  keep one with: rheo memory resolve {newer.id}   (or {older.id})")
+        echo(f"topic {newer.topic}:")
+        echo(f"  newer #{newer.id}: {preview(newer.content_text(), 80)}")
+        echo(f"  older #{older.id}: {preview(older.content_text(), 80)}")
+        echo(f"  keep one with: rheo memory resolve {newer.id}   (or {older.id})")
 
 
 @app.command()
@@ -377,9 +379,9 @@ def items_list(
         print_json([i.to_json(now, rt.settings) for i in found])
         return
     if not found:
-        print("(no open items)")
+        echo("(no open items)")
     for item in found:
-        print(open_item_line(item, now))
+        echo(open_item_line(item, now))
 
 
 @items_app.command()

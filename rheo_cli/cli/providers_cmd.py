@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ui.output import print_json
+from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Profile
 
@@ -37,18 +37,18 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
         )
         return
     if chat is not None:
-        print(f"chat:       {chat.name}  ({chat.source})")
+        echo(f"chat:       {chat.name}  ({chat.source})")
     else:
-        print("chat:       none configured (see below)")
-    print(f"extraction: {' -> '.join(c.name for c in chain) or 'none'}")
+        echo("chat:       none configured (see below)")
+    echo(f"extraction: {' -> '.join(c.name for c in chain) or 'none'}")
     for problem in problems:
-        print(f"            ({problem})")
-    print()
+        echo(f"            ({problem})")
+    echo("")
     for status in statuses:
         mark = "ok  " if status.ready else "--  "
-        print(f"{mark}{status.kind:12} {status.detail}")
+        echo(f"{mark}{status.kind:12} {status.detail}")
     if chat is None:
         import sys
 
-        print()
+        echo("")
         sys.stdout.write(factory.GUIDANCE)

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
 
-from ..ui.output import local, print_json
+from ..ui.output import echo, local, print_json, safe
 from .complete import session_numbers
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    pretty_exceptions_show_locals=False,
     epilog="Example: rheo sessions show 3 --markdown",
     rich_markup_mode=None,
     help="List conversation sessions, read one back.",
@@ -39,11 +41,11 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         print_json([s.to_json() for s in found])
         return
     if not found:
-        print("(no sessions)")
+        echo("(no sessions)")
         return
     now = rt.now()
     for s in found:
-        print(
+        echo(
             f"s{s.number:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  "
             f"{s.turns} turns"
         )
@@ -87,4 +89,8 @@ def show(
     if json_out:
         print_json({**session.to_json(), "transcript": [t.to_json() for t in turns]})
         return
-    print(transcript(session, turns, rt.now(), markdown=markdown), end="")
+    text = transcript(session, turns, rt.now(), markdown=markdown)
+    if sys.stdout.isatty():
+        sys.stdout.write(safe(text))  # on a terminal, stored text is shown, never interpreted
+    else:
+        sys.stdout.write(text)  # into a file or a pipe, as written

@@ -24,6 +24,7 @@ from .base import (
     ToolCall,
     Usage,
 )
+from .redact import redact
 from .retry import next_wait, one_line, retry_after, wait
 
 _preload_thread: threading.Thread | None = None
@@ -99,13 +100,20 @@ class AnthropicProvider:
                 "unavailable", f"the anthropic SDK is not installed: {exc}"
             ) from None
         base_url = os.environ.get("ANTHROPIC_BASE_URL", "").strip() or None
-        self._client = anthropic.Anthropic(
-            api_key=key,
-            auth_token=token,
-            base_url=base_url,
-            timeout=self.timeout_s,
-            max_retries=0,
-        )
+        try:
+            self._client = anthropic.Anthropic(
+                api_key=key,
+                auth_token=token,
+                base_url=base_url,
+                timeout=self.timeout_s,
+                max_retries=0,
+            )
+        except Exception as exc:  # noqa: BLE001 - e.g. httpx.InvalidURL for "http://[::1"
+            where = redact(base_url or "")
+            raise ProviderError(
+                "bad_request",
+                f"ANTHROPIC_BASE_URL ({where}) is not a usable URL: {_one_line(str(exc), 120)}",
+            ) from None
         return self._client
 
     def close(self) -> None:
@@ -212,7 +220,7 @@ class AnthropicProvider:
             if started:
                 return ProviderError("stream_broken", "the reply stream broke off before it ended")
             cause = exc.__cause__ or exc.__context__ or exc
-            base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+            base = redact(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
             return ProviderError(
                 "connection", f"cannot reach the API at {base}: {_one_line(str(cause), 160)}"
             )

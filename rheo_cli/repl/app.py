@@ -99,7 +99,13 @@ def run_repl(
     completer = SlashCompleter(commands.MEANINGS, commands.completion_ids(state), commands.TAKES_ID)
     session = make_session(rt, input=input, output=output, completer=completer)
     state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
+    from prompt_toolkit.history import InMemoryHistory
+
+    kept_history = session.default_buffer.history
+    private_history = InMemoryHistory()
     while not state.done:
+        # While incognito, lines typed go to a history in memory only, not the history file.
+        session.default_buffer.history = private_history if state.incognito else kept_history
         try:
             text = session.prompt(PROMPT)
         except KeyboardInterrupt as stop:

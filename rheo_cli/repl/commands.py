@@ -21,6 +21,7 @@ HELP = """\
 /pin ID, /unpin ID, /forget ID   keep forever, let decay, retract a memory
 /conflicts        contradicting facts; /resolve ID keeps one
 /digests          summaries of recent sessions
+/incognito        stop (or resume) storing: nothing typed is kept or learnt meanwhile
 /exit             leave (Ctrl-D too)
 Esc+Enter adds a line; Tab completes commands and ids; Ctrl-C stops a reply (the part
 received is kept)."""
@@ -55,10 +56,15 @@ class ReplState:
     rendered: bool
     force_new: bool = False
     done: bool = False
+    incognito: bool = False
+    """Nothing is stored: no turns, no extraction, no line in the input history file."""
 
     def say(self, text: str) -> None:
-        """Print a notice line."""
-        self.out.write(text + "\n")
+        """Print a notice line, through the one display filter (`safe`): stored text in it
+        is shown literally, never acted on by the terminal."""
+        from ..ui.output import safe
+
+        self.out.write(safe(text) + "\n")
         self.out.flush()
 
 
@@ -90,7 +96,10 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
         writer.finish()
     except TurnInterrupted as exc:
         writer.finish()
-        state.say("\n" + interrupted_line(exc.turn.id))
+        if exc.turn.id:
+            state.say("\n" + interrupted_line(exc.turn.id))
+        else:
+            state.say("\n[interrupted — the partial reply is not stored (incognito)]")
         from ..ui.signals import Terminated
 
         if isinstance(exc.cause, Terminated):
@@ -99,7 +108,8 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
         writer.finish()
         state.say(f"rheo: {failed_line(exc.error)}")
     finally:
-        kick_background(state.rt)
+        if not state.incognito:
+            kick_background(state.rt)
 
 
 def _retry(state: ReplState, arg: str) -> None:
@@ -118,6 +128,19 @@ def _retry(state: ReplState, arg: str) -> None:
 def _new(state: ReplState, arg: str) -> None:
     state.force_new = True
     state.say("The next message starts a new session.")
+
+
+def _incognito(state: ReplState, arg: str) -> None:
+    wanted = {"on": True, "off": False}.get(arg.strip().lower(), not state.incognito)
+    state.incognito = wanted
+    state.assistant.incognito = wanted
+    if wanted:
+        state.say(
+            "Incognito: from now on nothing is stored or learnt (memory is still read). "
+            "/incognito again to resume."
+        )
+    else:
+        state.say("Incognito off: turns are stored and remembered again.")
 
 
 def _help(state: ReplState, arg: str) -> None:
@@ -256,6 +279,7 @@ SLASH: dict[str, Callable[[ReplState, str], None]] = {
     "/conflicts": _conflicts,
     "/resolve": _change("resolve"),
     "/digests": _digests,
+    "/incognito": _incognito,
     "/exit": _exit,
     "/quit": _exit,
 }

@@ -17,6 +17,7 @@ from .. import prompts
 from ..memory.context import assemble as context_mod
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
+from ..memory.store.timeutil import to_stored
 from ..providers.base import (
     ChatRequest,
     Finished,
@@ -27,6 +28,7 @@ from ..providers.base import (
     ToolCall,
     Usage,
 )
+from ..providers.redact import redact
 from ..runtime import Runtime
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -50,8 +52,8 @@ class TurnResult:
         """``rheo ask --json``: reply, session_id, turn_ids, usage, model, status, error."""
         return {
             "reply": self.reply,
-            "session_id": self.user_turn.session_id,
-            "turn_ids": [self.user_turn.id, self.assistant_turn.id],
+            "session_id": self.user_turn.session_id or None,  # None when incognito
+            "turn_ids": [t for t in (self.user_turn.id, self.assistant_turn.id) if t],
             "usage": self.usage.counts(),
             "model": self.model,
             "status": self.assistant_turn.status,
@@ -89,8 +91,8 @@ def outcome_json(user_turn: ledger.Turn, turn: ledger.Turn, error: str | None) -
     usage = turn.usage or ledger.Usage()
     return {
         "reply": turn.content,
-        "session_id": user_turn.session_id,
-        "turn_ids": [user_turn.id, turn.id],
+        "session_id": user_turn.session_id or None,
+        "turn_ids": [t for t in (user_turn.id, turn.id) if t],
         "usage": usage.to_json(),
         "model": turn.model,
         "status": turn.status,
@@ -171,6 +173,9 @@ class Assistant:
         self.on_session_closed = on_session_closed
         self.extra_system: str | None = None
         """Instructions added after rheo's own system prompt for every turn (``ask -s``)."""
+        self.incognito = False
+        """Incognito: turns are answered with the context as usual, but nothing is stored —
+        no turn, no session change, no extraction, and no tools (they could write memory)."""
 
     def store_message(
         self,
@@ -234,6 +239,15 @@ class Assistant:
         """
         if question is not None:
             user_turn = question
+        elif self.incognito:
+            user_turn = ledger.Turn(
+                id=0,
+                profile=self.rt.profile,
+                session_id=0,
+                role="user",
+                content=message,
+                ts=to_stored(self.rt.now()),
+            )
         else:
             user_turn = self.store_message(
                 message, new_session=new_session, session_id=session_id
@@ -250,8 +264,18 @@ class Assistant:
     ) -> TurnResult:
         """Answer a person's turn that is already stored (a fresh one, or one whose reply
         failed or never came: a retry, a front end catching up after a crash). Raises like
-        `turn`."""
-        ctx = self.context_for(user_turn)
+        `turn`. In `incognito` mode ``user_turn`` is not stored (id 0) and neither is the reply.
+        """
+        if self.incognito:
+            ctx = context_mod.assemble(
+                self.rt.conn,
+                profile=self.rt.profile,
+                message=user_turn.content,
+                now=self.rt.now(),
+                settings=self.rt.settings,
+            )
+        else:
+            ctx = self.context_for(user_turn)
         if on_context is not None:
             on_context(ctx)
         backend = provider or self.rt.provider()
@@ -260,7 +284,7 @@ class Assistant:
             model=self.rt.model,
             max_tokens=self.rt.config.max_tokens,
             now=self.rt.now(),
-            tools=self.tools,
+            tools=[] if self.incognito else self.tools,
             extra_system=self.extra_system,
         )
         parts: list[str] = []
@@ -303,7 +327,7 @@ class Assistant:
                         on_text("\n\n")
         except KeyboardInterrupt as stop:
             turn = self._record(user_turn, "".join(parts), "interrupted", usage, model, calls)
-            if self.after_reply is not None:
+            if self.after_reply is not None and not self.incognito:
                 self.after_reply(user_turn, turn)
             raise TurnInterrupted(turn, user_turn, stop) from None
         except ProviderError as exc:
@@ -331,7 +355,7 @@ class Assistant:
             )
             raise TurnFailed(error, turn, user_turn)
         assistant_turn = self._record(user_turn, reply, "ok", usage, model, calls)
-        if self.after_reply is not None:
+        if self.after_reply is not None and not self.incognito:
             self.after_reply(user_turn, assistant_turn)
         return TurnResult(
             reply=reply,
@@ -358,10 +382,26 @@ class Assistant:
         if calls:
             meta["tool_calls"] = calls
         if error:
-            meta["error"] = error
+            # The ledger cannot be changed later: no credential (a key, a password in a base
+            # URL, a token in a query string) may enter it with an error message.
+            meta["error"] = {k: redact(v) for k, v in error.items()}
         if usage.cost_usd is not None:  # reported by Claude Code
             meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
+        turn_usage = ledger.Usage(**usage.counts())
+        if self.incognito:
+            return ledger.Turn(
+                id=0,
+                profile=self.rt.profile,
+                session_id=0,
+                role="assistant",
+                content=content,
+                ts=to_stored(self.rt.now()),
+                model=model,
+                status=status,
+                usage=turn_usage,
+                meta=meta,
+            )
         # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
         return ledger.append_turn(
             self.rt.conn,
@@ -373,7 +413,7 @@ class Assistant:
             session_id=user_turn.session_id,
             model=model,
             status=status,
-            usage=ledger.Usage(**usage.counts()),
+            usage=turn_usage,
             meta=meta,
         ).turn
 

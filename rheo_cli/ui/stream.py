@@ -1,4 +1,5 @@
-"""Showing a reply as it streams: raw text for pipes, rendered Markdown for terminals."""
+"""Showing a reply as it streams: raw text for pipes, rendered Markdown for terminals (with
+control and invisible characters shown literally, see `output.safe`)."""
 
 from __future__ import annotations
 
@@ -139,7 +140,11 @@ class ReplyWriter:
     def _markdown(self, text: str) -> Any:
         from rich.markdown import Markdown
 
-        return Markdown(text)
+        from .output import safe
+
+        # The model's text may carry escape sequences (rich drops BEL but passes ESC): on a
+        # terminal they are shown, not run. Raw mode (a pipe) writes the bytes as they came.
+        return Markdown(safe(text))
 
     def _render(self) -> None:
         import time

@@ -32,6 +32,7 @@ from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.settings import Settings
 from ..store.timeutil import to_stored
+from ..text.secrets import mask, mask_value
 from . import events
 from .equivalence import closes, content_key, equivalent, similar, topic_key
 from .items import CATEGORIES, MemoryItem, get_item, list_items, row_to_item
@@ -115,12 +116,13 @@ def check_fact(fact: Fact) -> Fact:
         raise InvalidInput(
             f"unknown category {fact.category!r}; use one of {', '.join(CATEGORIES)}"
         )
-    label = " ".join(fact.label.split())
+    # A secret the person pasted (a key, a password) is never copied into memory.
+    label = " ".join(mask(fact.label).split())
     if not label:
         raise InvalidInput("a memory needs some content")
     if len(label) > LABEL_MAX:
         raise InvalidInput(f"a memory label is at most {LABEL_MAX} characters")
-    topic = topic_key(fact.topic) or topic_key(label)
+    topic = topic_key(mask(fact.topic)) or topic_key(label)
     if not topic:
         raise InvalidInput("a memory topic needs at least one letter or digit")
     if fact.confidence is not None and not 0.0 <= fact.confidence <= 1.0:
@@ -133,9 +135,9 @@ def check_fact(fact: Fact) -> Fact:
         category=fact.category,
         topic=topic,
         label=label,
-        properties=dict(fact.properties),
+        properties=dict(mask_value(dict(fact.properties))),  # type: ignore[call-overload]
         confidence=fact.confidence,
-        reason=" ".join(fact.reason.split())[:500],
+        reason=" ".join(mask(fact.reason).split())[:500],
         pinned=fact.pinned,
         due_at=fact.due_at,
     )

@@ -10,6 +10,7 @@ from typing import Any, overload
 
 from ..store.db import write
 from ..store.errors import NotFound
+from ..text.secrets import mask, mask_value
 
 
 @dataclass(frozen=True)
@@ -165,10 +166,10 @@ def store_digest(
                 session_id,
                 row["started_at"],
                 row["last_turn_at"],
-                narrative,
-                json.dumps(facts, ensure_ascii=False),
-                json.dumps(procedures, ensure_ascii=False),
-                json.dumps(decisions, ensure_ascii=False),
+                mask(narrative),  # secrets the person pasted never reach a digest
+                json.dumps(mask_value(facts), ensure_ascii=False),
+                json.dumps(mask_value(procedures), ensure_ascii=False),
+                json.dumps(mask_value(decisions), ensure_ascii=False),
                 json.dumps(source_turn_ids),
                 model,
                 created_at,

@@ -340,6 +340,57 @@ def m008_source_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+PURGEABLE_TRIGGERS = {
+    "turns_no_update": "BEFORE UPDATE ON turns",
+    "turns_no_delete": "BEFORE DELETE ON turns",
+    "memory_events_no_update": "BEFORE UPDATE ON memory_events",
+    "memory_events_no_delete": "BEFORE DELETE ON memory_events",
+    "digests_no_update": "BEFORE UPDATE ON digests",
+    "digests_no_delete": "BEFORE DELETE ON digests",
+    "memory_items_content_fixed": "BEFORE UPDATE OF profile, category, topic, label, "
+    "properties, content_key, source_turn_id, created_at ON memory_items",
+    "memory_items_no_delete": "BEFORE DELETE ON memory_items",
+}
+"""The guards `rheo purge` may pass, with the event each fires on."""
+
+
+def m009_purge(conn: sqlite3.Connection) -> None:
+    """The one deliberate erase (``rheo purge``): the guards that keep the ledger, digests and
+    memory history append-only stand aside only while a row in ``purge_grant`` exists — only
+    ever inside the purge's own transaction, which also writes a ``purges`` tombstone (what
+    and when, never the content). Tombstones themselves are append-only."""
+    script = """
+        CREATE TABLE purge_grant (on_ INTEGER PRIMARY KEY CHECK (on_ = 1), reason TEXT NOT NULL);
+        CREATE TABLE purges (
+            id      INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile TEXT NOT NULL,
+            ts      TEXT NOT NULL,
+            what    TEXT NOT NULL CHECK (what IN ('turn', 'session', 'memory', 'profile')),
+            ref_id  INTEGER,
+            counts  TEXT NOT NULL DEFAULT '{}'
+        );
+    """
+    for name, event in PURGEABLE_TRIGGERS.items():
+        message = {
+            "turns": "the ledger is append-only: rows cannot be changed",
+            "memory_events": "memory history is append-only: rows cannot be changed",
+            "digests": "the digest log is append-only: rows cannot be changed",
+            "memory_items": "memory item content is immutable: write a new item",
+        }[name.rsplit("_no_", 1)[0].removesuffix("_content_fixed")]
+        if name.endswith("no_delete"):
+            message = message.replace("changed", "deleted")
+        if name == "memory_items_no_delete":
+            message = "memory items are never deleted: retract them"
+        script += f"""
+        DROP TRIGGER {name};
+        CREATE TRIGGER {name} {event}
+        WHEN NOT EXISTS (SELECT 1 FROM purge_grant)
+        BEGIN SELECT RAISE(ABORT, '{message}'); END;
+        """
+    script += _append_only("purges", "the purge log")
+    run_script(conn, script)
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
@@ -349,6 +400,7 @@ MIGRATIONS: list[Migration] = [
     m006_no_replace,
     m007_knowledge_base,
     m008_source_keys,
+    m009_purge,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
