@@ -10,6 +10,7 @@ from ..memory.jobs import Job
 from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.digests import store_digest
+from ..memory.ledger.pairing import in_reply_order
 from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
@@ -44,6 +45,8 @@ def run(rt: Runtime, job: Job) -> list[str]:
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
     turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
+    # Two conversations at once interleave in the ledger: each reply after its question.
+    turns = in_reply_order(turns)
     if not turns:
         notes = ["session has no text; no digest"]
         jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)

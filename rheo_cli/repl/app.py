@@ -83,6 +83,11 @@ def run_repl(
         force_new=new_session,
     )
     state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
+    if rt.conn is not None and rt.queued_digests:
+        # A session closed by time while nobody was here: summarise it in the background.
+        from ..background.worker import kick_background
+
+        kick_background(rt)
     while not state.done:
         try:
             text = session.prompt(PROMPT)
