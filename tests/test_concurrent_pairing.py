@@ -50,7 +50,7 @@ def test_six_concurrent_asks_are_each_extracted_with_their_own_question(api, hom
         for n in range(1, N + 1)
     ]
     outs = [p.communicate(timeout=40) for p in procs]
-    for proc, (out, err) in zip(procs, outs, strict=True):
+    for proc, (_out, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err.decode()
     for n, (out, _) in enumerate(outs, start=1):
         assert out.decode().strip() == f"reply to question {n}"

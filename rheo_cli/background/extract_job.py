@@ -12,8 +12,8 @@ from ..memory.facts.parsing import parse_facts
 from ..memory.jobs import Job
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.pairing import reply_to
-from ..memory.store.errors import NotFound
 from ..memory.store.db import write
+from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..runtime import Runtime
@@ -37,7 +37,8 @@ def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
         try:
             person = ledger.get_turn(rt.conn, job.profile, question)
         except NotFound:
-            raise LookupError(f"turn #{reply.id} answers turn #{question}, which is not stored")
+            missing = f"turn #{reply.id} answers turn #{question}, which is not stored"
+            raise LookupError(missing) from None
         if person.role != "user":
             raise LookupError(f"turn #{reply.id} answers turn #{question}, not a question")
         return person, reply
