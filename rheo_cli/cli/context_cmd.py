@@ -6,11 +6,12 @@ from typing import Annotated
 
 import typer
 
+from ..errors import UsageError
 from ..ui.output import print_json
 from .errors import command
-from .inputs import read_stdin
+from .inputs import compose, read_stdin
 from .options import Json, Profile
-from .state import runtime_for
+from .state import GLOBAL, runtime_for
 
 
 @command
@@ -27,18 +28,19 @@ def context(
 ) -> None:
     """Show what would be sent for TEXT. No model call.
 
-    The system prompt and messages exactly as rheo would send them, with the estimated tokens
-    of each injected section.
+    The system prompt and messages exactly as `rheo ask TEXT` would send them at this clock
+    (built by the same code; nothing is stored), with the estimated tokens of each section.
     """
     piped = read_stdin()
-    message = " ".join(text or []).strip()
-    if piped and piped.strip():
-        message = f"{message}\n\n<stdin>\n{piped.strip()}\n</stdin>" if message else piped.strip()
+    try:
+        message = compose(text, piped)  # the message exactly as `rheo ask` would store it
+    except UsageError:
+        message = ""  # no message: show what is injected around an empty one
     rt = runtime_for(profile)
     from ..turn.assistant import preview
     from ..turn.wiring import tool_specs
 
-    info = preview(rt, message, budget=budget, tools=tool_specs())
+    info = preview(rt, message, budget=budget, tools=tool_specs(), new_session=GLOBAL.new)
     if json_out:
         print_json(info)
         return
