@@ -306,7 +306,7 @@ def items_list(
     if not found:
         print("(no open items)")
     for item in found:
-        due = f"due {local(item.due_at, now)[:10]}" if item.due_at else "no due date"
+        due = f"due {local(item.due_at, now, with_time=False)}" if item.due_at else "no due date"
         state = "" if item.status == "active" else f"  [{item.status}]"
         print(f"#{item.id:<5} {due:<14} {preview(item.content_text(), 80)}{state}")
 

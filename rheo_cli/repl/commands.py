@@ -129,13 +129,14 @@ def _memory(state: ReplState, arg: str) -> None:
 
 def _items(state: ReplState, arg: str) -> None:
     from ..memory.facts import items
-    from ..ui.output import preview
+    from ..ui.output import local, preview
 
     found = items.list_items(state.rt.conn, state.rt.profile, category="open_item")
     if not found:
         state.say("(no open items)")
+    now = state.rt.now()
     for item in found:
-        due = f" (due {item.due_at[:10]})" if item.due_at else ""
+        due = f" (due {local(item.due_at, now, with_time=False)})" if item.due_at else ""
         state.say(f"#{item.id:<5} {preview(item.content_text(), 80)}{due}")
 
 
