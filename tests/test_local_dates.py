@@ -83,9 +83,8 @@ def run_repl(keys: str) -> str:
 
 
 def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkeypatch, home):
-    monkeypatch.setenv(
-        "TZ", "Australia/Brisbane"
-    )  # UTC+10: 00:10 local is 14:10 UTC the day before
+    # UTC+10: 00:10 local is 14:10 UTC the day before.
+    monkeypatch.setenv("TZ", "Australia/Brisbane")
     monkeypatch.setenv("RHEO_NOW", "2026-12-03T00:10:00")
     route(api, chat=text("Good night owl. Let's plan Thursday."))
     assert rheo("ask", "Just after midnight: let's plan Thursday's Nutrifax call.").exit_code == 0
