@@ -17,8 +17,8 @@ from helpers import db_rows, kind_of, route
 PACKAGE = Path(__file__).resolve().parent.parent / "rheo_cli"
 
 ZONES = {
-    "UTC+10": ("Australia/Brisbane", "2026-11-30T21:00:00"),
-    "UTC-5": ("America/Bogota", "2026-11-30T21:00:00"),
+    "UTC+10": ("Australia/Brisbane", "2026-11-30T21:00:00+10:00"),
+    "UTC-5": ("America/Bogota", "2026-11-30T21:00:00-05:00"),
 }
 
 
