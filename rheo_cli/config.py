@@ -17,6 +17,9 @@ decay_days = 180                # days to reach the floor without reinforcement
 
 [extraction]
 model = "claude-haiku-5-5"      # the small model that extracts facts and writes digests
+
+[telegram]                      # `rheo telegram` (token also RHEO_TELEGRAM_TOKEN)
+chats = { "123456789" = "default" }   # allowed chat ids, each answered with a profile
 """
 
 from __future__ import annotations
@@ -46,14 +49,27 @@ class Config:
     extract_model: str = DEFAULT_EXTRACT_MODEL
     extract_fallback: tuple[str, ...] = ()
     engine: Settings = Settings()
+    telegram_token: str | None = None
+    telegram_chats: tuple[tuple[int, str], ...] = ()
+    """Allowed Telegram chat ids and the profile each one talks to."""
 
 
 _KNOWN = {
-    "": {"model", "max_tokens", "timeout", "context", "session", "memory", "extraction"},
+    "": {
+        "model",
+        "max_tokens",
+        "timeout",
+        "context",
+        "session",
+        "memory",
+        "extraction",
+        "telegram",
+    },
     "context": {"budget"},
     "session": {"gap_hours"},
     "memory": {"cap", "floor", "decay_days"},
     "extraction": {"model", "fallback"},
+    "telegram": {"token", "chats"},
 }
 
 
@@ -141,7 +157,10 @@ def load(path: Path) -> Config:
                 f'[extraction] fallback {spec!r}: use "provider:model" with provider one of '
                 f"{', '.join(FALLBACK_PROVIDERS)}"
             )
+    tg = data.get("telegram", {})
     return Config(
+        telegram_token=_string(tg, "token", "[telegram] "),
+        telegram_chats=_telegram_chats(tg, path),
         model=_string(data, "model", "") or DEFAULT_MODEL,
         max_tokens=int(max_tokens) if max_tokens is not None else 4096,
         timeout_s=timeout if timeout is not None else 120.0,
@@ -149,3 +168,28 @@ def load(path: Path) -> Config:
         extract_fallback=tuple(fallback),
         engine=engine,
     )
+
+
+def _telegram_chats(table: dict[str, Any], path: Path) -> tuple[tuple[int, str], ...]:
+    """``[telegram] chats = { "<chat id>" = "<profile>" }``: ids are whole numbers (negative for
+    groups), profiles valid profile names. Raises ConfigError naming the bad entry."""
+    from .memory.store.errors import InvalidInput
+    from .memory.store.profiles import check_profile
+
+    raw = table.get("chats", {})
+    if not isinstance(raw, dict):
+        raise ConfigError(f'{path}: [telegram] chats must be a table like {{ "123" = "default" }}')
+    out = []
+    for key, profile in raw.items():
+        try:
+            chat_id = int(str(key).strip())
+        except ValueError:
+            raise ConfigError(f"{path}: [telegram] chats: {key!r} is not a chat id") from None
+        if not isinstance(profile, str):
+            raise ConfigError(f"{path}: [telegram] chats: {key} must name a profile")
+        try:
+            check_profile(profile)
+        except InvalidInput as exc:
+            raise ConfigError(f"{path}: [telegram] chats: {key}: {exc}") from None
+        out.append((chat_id, profile))
+    return tuple(out)

@@ -13,6 +13,7 @@ from typing import Any
 import netguard
 import pytest
 from fakeapi import FakeAnthropic
+from fakeprovider import FakeProvider
 from typer.testing import CliRunner
 
 netguard.install()
@@ -68,3 +69,25 @@ class Rheo:
 def rheo() -> Rheo:
     """``rheo("history", "recent", "--json")`` -> click Result (exit_code, stdout, stderr)."""
     return Rheo()
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[Any]:
+    """An open, migrated store in the test's own folder (the engine's tests start here)."""
+    from rheo_cli.memory.store import db
+
+    c = db.open_store(tmp_path / "store.db")
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeProvider:
+    """The in-process fake model for every runtime built in this test (in-process commands
+    only): queue replies with ``fake_model.add(...)``, read ``fake_model.requests``."""
+    from rheo_cli.runtime import Runtime
+
+    fake = FakeProvider()
+    monkeypatch.setattr(Runtime, "provider", lambda self: fake)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    return fake

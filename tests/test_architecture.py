@@ -21,8 +21,24 @@ LAYERS: dict[str, set[str]] = {
     "turn": {"memory", "providers", "core"},
     "background": {"memory", "providers", "core", "turn"},
     "ui": {"core", "memory"},
+    # other tools' history, parsed and written into the ledger
+    "importers": {"memory", "core"},
+    # the memory served to other clients over the Model Context Protocol
+    "mcpserver": {"turn", "memory", "core", "providers", "background"},
     "repl": {"turn", "memory", "ui", "core", "providers", "background"},
-    "cli": {"turn", "memory", "ui", "core", "providers", "background", "repl"},
+    "telegram": {"turn", "memory", "ui", "core", "providers", "background"},
+    "cli": {
+        "telegram",
+        "turn",
+        "memory",
+        "ui",
+        "core",
+        "providers",
+        "background",
+        "repl",
+        "importers",
+        "mcpserver",
+    },
     "entry": {"cli", "core", "providers"},
 }
 """A layer is a top-level package of rheo_cli, or ``core`` for its top-level modules."""

@@ -15,7 +15,18 @@ from ..errors import ExitStatus
 from ..ui.output import quiet_stdout
 from . import ask as ask_cmd
 from . import chat as chat_cmd
-from . import context_cmd, digests_cmd, history, memory_cmd, paths_cmd, sessions_cmd
+from . import (
+    context_cmd,
+    digests_cmd,
+    history,
+    import_history_cmd,
+    kb_cmd,
+    mcp_cmd,
+    memory_cmd,
+    paths_cmd,
+    sessions_cmd,
+    telegram_cmd,
+)
 from .errors import say_error
 from .options import Model, New, Profile
 from .state import GLOBAL
@@ -56,7 +67,11 @@ app.add_typer(memory_cmd.app, name="memory")
 app.add_typer(memory_cmd.items_app, name="items")
 app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
+app.add_typer(kb_cmd.app, name="kb")
 app.command()(digests_cmd.maintain)
+app.command()(telegram_cmd.telegram)
+app.command("import-history")(import_history_cmd.import_history)
+app.command()(mcp_cmd.mcp)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -30,7 +30,11 @@ IMPORT_CACHE_KIB = 128 * 1024
 
 @dataclass(frozen=True)
 class TurnIn:
-    """A turn to import: role, text, time (aware), and for replies model/status/usage."""
+    """A turn to import: role, text, time (aware), and for replies model/status/usage.
+
+    ``source_key`` names the message in the tool it came from (unique per profile, see
+    migration m007); ``new_session`` opens a session at this turn whatever the gap (a new
+    conversation in that tool)."""
 
     role: str
     content: str
@@ -38,6 +42,8 @@ class TurnIn:
     model: str | None = None
     status: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    source_key: str | None = None
+    new_session: bool = False
 
 
 @dataclass
@@ -108,7 +114,7 @@ def _import_batches(
                     and (row.when - last_dt).total_seconds() <= gap_s
                     and (first_dt - row.when).total_seconds() <= gap_s
                 )
-                if session_id is None or not joins:
+                if session_id is None or not joins or row.new_session:
                     cur = conn.execute(
                         "INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                         "VALUES (?, ?, ?, 0)",
@@ -135,11 +141,12 @@ def _import_batches(
                         row.model,
                         status,
                         json.dumps(row.meta, ensure_ascii=False) if row.meta else "{}",
+                        row.source_key,
                     )
                 )
             conn.executemany(
-                "INSERT INTO turns(profile, session_id, role, content, ts, model, status, meta) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO turns(profile, session_id, role, content, ts, model, status, meta, "
+                "source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             )
             conn.executemany(

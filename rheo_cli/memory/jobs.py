@@ -239,10 +239,13 @@ def sessions_awaiting_digest(
     conn: sqlite3.Connection, *, profile: str, closed_before: str
 ) -> list[int]:
     """Sessions of ``profile`` whose last turn is before ``closed_before`` (stored UTC: now
-    minus the gap) and that have neither a digest nor a digest job."""
+    minus the gap) and that have neither a digest nor a digest job. Sessions of imported
+    history (turns with a ``source_key``) are digested only when the import asks."""
     rows = conn.execute(
         "SELECT s.id FROM sessions s WHERE s.profile = ? AND s.last_turn_at < ? "
         "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
+        "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id "
+        "AND t.source_key IS NOT NULL) "
         "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.profile = s.profile "
         "AND j.kind = 'digest' AND j.ref_id = s.id) ORDER BY s.id",
         (profile, closed_before),

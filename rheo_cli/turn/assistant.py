@@ -8,7 +8,6 @@ with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,9 +32,6 @@ from ..runtime import Runtime
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_TOOL_ROUNDS = 6
-RECORD_ATTEMPTS = 4
-"""Tries at storing a reply while another process holds the database (each waits the busy
-timeout, 30 s)."""
 """How many model calls one turn may make while Claude uses tools."""
 
 
@@ -169,8 +165,11 @@ class Assistant:
         self.after_reply = after_reply
         self.on_session_closed = on_session_closed
 
-    def store_message(self, message: str, *, new_session: bool = False) -> ledger.Appended:
-        """Commit the person's turn (session detection included) and return it."""
+    def store_message(
+        self, message: str, *, new_session: bool = False, meta: dict[str, Any] | None = None
+    ) -> ledger.Appended:
+        """Commit the person's turn (session detection included) and return it. ``meta`` is
+        stored with it (a front end's own ids, e.g. Telegram's update id)."""
         appended = ledger.append_turn(
             self.rt.conn,
             profile=self.rt.profile,
@@ -179,6 +178,7 @@ class Assistant:
             now=self.rt.now(),
             gap_s=self.rt.settings.gap_s,
             new_session=new_session,
+            meta=meta,
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
@@ -223,13 +223,27 @@ class Assistant:
         on_context: Callable[[Context], None] | None = None,
         provider: Provider | None = None,
     ) -> TurnResult:
-        """Run one turn. ``on_text`` receives reply text as it streams.
+        """Run one turn: store ``message``, then `respond` to it. ``on_text`` receives reply
+        text as it streams.
 
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases.
         """
         user_turn = self.store_message(message, new_session=new_session).turn
+        return self.respond(user_turn, on_text=on_text, on_context=on_context, provider=provider)
+
+    def respond(
+        self,
+        user_turn: ledger.Turn,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_context: Callable[[Context], None] | None = None,
+        provider: Provider | None = None,
+    ) -> TurnResult:
+        """Answer a person's turn that is already stored (a fresh one, or one whose reply
+        failed or never came: a retry, a front end catching up after a crash). Raises like
+        `turn`."""
         ctx, request = self.compose(user_turn)
         if on_context is not None:
             on_context(ctx)
@@ -331,31 +345,25 @@ class Assistant:
         if error:
             meta["error"] = error
         meta["reply_to"] = user_turn.id
-        for attempt in range(RECORD_ATTEMPTS):
-            try:
-                return ledger.append_turn(
-                    self.rt.conn,
-                    profile=self.rt.profile,
-                    role="assistant",
-                    content=content,
-                    now=self.rt.now(),
-                    gap_s=self.rt.settings.gap_s,
-                    session_id=user_turn.session_id,
-                    model=model,
-                    status=status,
-                    usage=ledger.Usage(
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_read_tokens,
-                        usage.cache_write_tokens,
-                    ),
-                    meta=meta,
-                ).turn
-            except sqlite3.OperationalError as exc:
-                # The reply is in hand: wait again rather than lose it.
-                if "locked" not in str(exc).lower() or attempt == RECORD_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
+        return ledger.append_turn(
+            self.rt.conn,
+            profile=self.rt.profile,
+            role="assistant",
+            content=content,
+            now=self.rt.now(),
+            gap_s=self.rt.settings.gap_s,
+            session_id=user_turn.session_id,
+            model=model,
+            status=status,
+            usage=ledger.Usage(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+            ),
+            meta=meta,
+        ).turn
 
 
 def preview(

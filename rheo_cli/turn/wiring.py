@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..memory import jobs
+from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import to_stored
 from ..runtime import Runtime
@@ -27,6 +28,8 @@ def make_assistant(rt: Runtime) -> Assistant:
         jobs.enqueue(rt.conn, profile=rt.profile, kind="extract", ref_id=reply.id, ts=reply.ts)
 
     def on_session_closed(session_id: int) -> None:
+        if sources.imported_session(rt.conn, rt.profile, session_id):
+            return  # imported history is digested only when the import asks (--extract)
         jobs.enqueue(
             rt.conn,
             profile=rt.profile,

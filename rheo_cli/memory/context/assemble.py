@@ -8,6 +8,7 @@
                               session has one, how that session ended: its last turns)
     === CURRENT MEMORY ===    active facts, those matching the message first
     === RELEVANT HISTORY ===  past turns and digests found for this message (see `relevant`)
+    === KNOWLEDGE ===         knowledge-base passages matching the message (see `knowledge`)
     === CURRENT SESSION ===   the last turns of the active session
 
 It makes no model call and writes nothing. Each section's candidate lines are ranked; `budget`
@@ -25,6 +26,7 @@ from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
+    KNOWLEDGE,
     OPEN_ITEMS,
     ORDER,
     RELEVANT_HISTORY,
@@ -124,6 +126,7 @@ PREAMBLES = {
     ),
     CURRENT_MEMORY: "Durable facts about the person, most relevant first.",
     RELEVANT_HISTORY: "Earlier conversation that matches this message, with dates.",
+    KNOWLEDGE: "Passages from the person's own documents that match this message.",
     CURRENT_SESSION: "The conversation so far in this session, oldest first.",
 }
 

@@ -19,6 +19,7 @@ from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
+    KNOWLEDGE,
     OPEN_ITEMS,
     RELEVANT_HISTORY,
     Line,
@@ -30,6 +31,7 @@ from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
 from ..text.tokens import estimate
+from .knowledge import knowledge_lines
 
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
@@ -90,6 +92,7 @@ def collect(
         skip_turns=skip_turns,
         skip_digests=skip_digests,
     )
+    out[KNOWLEDGE] = knowledge_lines(conn, profile, query)
     return out
 
 

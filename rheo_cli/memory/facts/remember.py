@@ -28,7 +28,7 @@ from . import events
 from .equivalence import content_key, equivalent, topic_key
 from .items import CATEGORIES, MemoryItem, get_item, list_items, row_to_item
 
-SOURCES = ("tool", "extractor", "digest", "manual", "import")
+SOURCES = ("tool", "extractor", "digest", "manual", "import", "mcp")
 LABEL_MAX = 500
 
 

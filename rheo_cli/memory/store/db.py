@@ -8,6 +8,7 @@ appending at once queue on the busy timeout instead of failing with "database is
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -77,24 +78,66 @@ def ensure_private_dir(folder: Path) -> None:
         os.umask(old_umask)
 
 
+LOCK_ATTEMPTS = 4
+"""Tries at taking the write lock; each waits up to `BUSY_TIMEOUT_S` for another process."""
+
+_savepoints = itertools.count(1)
+
+
+def _begin(conn: sqlite3.Connection, attempts: int) -> None:
+    """``BEGIN IMMEDIATE``, tried again while another process holds the lock past the busy
+    timeout (SQLITE_BUSY / SQLITE_LOCKED). Raises the last OperationalError after
+    ``attempts`` tries."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            busy = code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or attempt == attempts - 1:
+                raise
+
+
+def _undo(conn: sqlite3.Connection, *statements: str) -> None:
+    """Run rollback statements without letting their own failure hide the error that caused
+    them (a failed ROLLBACK leaves SQLite to roll back when the connection closes)."""
+    for statement in statements:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute(statement)
+
+
 @contextlib.contextmanager
-def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def write(
+    conn: sqlite3.Connection, *, attempts: int = LOCK_ATTEMPTS
+) -> Iterator[sqlite3.Connection]:
     """A write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
 
     IMMEDIATE takes the write lock up front, so read-then-write sequences (session detection,
-    reinforcement) cannot interleave with another process's. Nested use joins the outer
-    transaction.
+    reinforcement) cannot interleave with another process's; while another process holds the
+    lock the begin is tried ``attempts`` times (each waits the busy timeout). Nested use opens
+    a SAVEPOINT inside the outer transaction: an exception undoes only the inner block's
+    writes, and the outer transaction decides what is committed. The original exception is
+    always the one raised, never an error from the rollback.
     """
     if conn.in_transaction:
-        yield conn
+        name = f"rheo_{next(_savepoints)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            _undo(conn, f"ROLLBACK TO {name}", f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
         return
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn, attempts)
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            _undo(conn, "ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 @contextlib.contextmanager
@@ -106,8 +149,8 @@ def tentative(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """
     if conn.in_transaction:
         raise RuntimeError("a tentative write cannot run inside another transaction")
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn, LOCK_ATTEMPTS)
     try:
         yield conn
     finally:
-        conn.execute("ROLLBACK")
+        _undo(conn, "ROLLBACK")

@@ -280,6 +280,66 @@ def m006_no_replace(conn: sqlite3.Connection) -> None:
     run_script(conn, script)
 
 
+def m007_knowledge_base(conn: sqlite3.Connection) -> None:
+    """The knowledge base (Solid# article, Layer 3.5): documents the person adds, chunked and
+    searchable; no decay. A changed file is a new version: the old version's row and chunks
+    stay, marked ``replaced`` (or ``removed``), so nothing changes silently."""
+    run_script(
+        conn,
+        """
+        CREATE TABLE kb_documents (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            profile      TEXT NOT NULL,
+            source       TEXT NOT NULL,
+            title        TEXT NOT NULL,
+            sha256       TEXT NOT NULL,
+            version      INTEGER NOT NULL CHECK (version >= 1),
+            status       TEXT NOT NULL CHECK (status IN ('active', 'replaced', 'removed')),
+            added_at     TEXT NOT NULL,
+            changed_at   TEXT,
+            replaced_by  INTEGER REFERENCES kb_documents(id),
+            chars        INTEGER NOT NULL
+        );
+        CREATE INDEX kb_documents_source ON kb_documents(profile, source, version);
+        CREATE UNIQUE INDEX kb_documents_one_active ON kb_documents(profile, source)
+            WHERE status = 'active';
+        CREATE TABLE kb_chunks (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            document_id  INTEGER NOT NULL REFERENCES kb_documents(id),
+            profile      TEXT NOT NULL,
+            ordinal      INTEGER NOT NULL,
+            heading      TEXT NOT NULL,
+            content      TEXT NOT NULL
+        );
+        CREATE INDEX kb_chunks_document ON kb_chunks(document_id, ordinal);
+        CREATE VIRTUAL TABLE kb_chunks_fts USING fts5(
+            heading, content, content='kb_chunks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER kb_chunks_fts_insert AFTER INSERT ON kb_chunks BEGIN
+            INSERT INTO kb_chunks_fts(rowid, heading, content)
+            VALUES (new.id, new.heading, new.content);
+        END;
+        CREATE TRIGGER kb_chunks_no_change BEFORE UPDATE ON kb_chunks
+        BEGIN SELECT RAISE(ABORT, 'knowledge chunks are immutable: add a new version'); END;
+        """,
+    )
+
+
+def m008_source_keys(conn: sqlite3.Connection) -> None:
+    """Imported turns remember where they came from: ``source_key`` names the message in the
+    other tool's history (``chatgpt:<message id>``), unique per profile, so importing the same
+    export again adds nothing. Turns written by rheo itself have none."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE turns ADD COLUMN source_key TEXT;
+        CREATE UNIQUE INDEX turns_source_key ON turns(profile, source_key)
+        WHERE source_key IS NOT NULL;
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
@@ -287,6 +347,8 @@ MIGRATIONS: list[Migration] = [
     m004_trigram_index,
     m005_deferred_indexing,
     m006_no_replace,
+    m007_knowledge_base,
+    m008_source_keys,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
