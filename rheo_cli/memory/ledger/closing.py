@@ -27,6 +27,8 @@ RECENT_UNDIGESTED = (
     "SELECT s.id FROM (SELECT id, profile, last_turn_at FROM sessions WHERE profile = ? "
     "ORDER BY id DESC LIMIT ?) s WHERE s.last_turn_at < ? "
     "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
+    "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id "
+    "AND t.source_key IS NOT NULL) "
     "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.profile = s.profile "
     "AND j.kind = 'digest' AND j.ref_id = s.id) ORDER BY s.id"
 )
@@ -39,7 +41,8 @@ def closed_without_digest(
 ) -> list[int]:
     """Ids of the profile's newest sessions (`RECENT_SESSIONS`) that are closed at ``now``
     (aware) — last turn more than ``gap_s`` seconds earlier — with no digest and no digest job,
-    oldest first. Reads only."""
+    oldest first. Sessions of imported history (turns with a ``source_key``) are left out:
+    they are digested only when the import asks. Reads only."""
     closed_before = to_stored(now - timedelta(seconds=gap_s))
     rows = conn.execute(RECENT_UNDIGESTED, (profile, RECENT_SESSIONS, closed_before)).fetchall()
     return [int(r[0]) for r in rows]
@@ -70,7 +73,7 @@ def queue_closed_sessions(
         conn.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
     try:
         queued = []
-        with write(conn):
+        with write(conn, attempts=1):
             for session_id in found:
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO jobs(profile, kind, ref_id, created_at, updated_at) "
