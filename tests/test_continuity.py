@@ -231,5 +231,6 @@ def test_queueing_closed_sessions_is_idempotent_and_reads_an_index(tmp_path):
             ("default", closing.RECENT_SESSIONS, to_stored(now)),
         )
     )
-    assert "SCAN sessions" not in plan.replace("USING INDEX", "")
+    assert "SEARCH sessions USING INDEX sessions_profile (profile=?)" in plan
+    assert "SCAN sessions" not in plan
     conn.close()

@@ -12,7 +12,7 @@ from ..memory.ledger import turns as ledger
 from ..memory.ledger.digests import store_digest
 from ..memory.ledger.pairing import in_reply_order
 from ..memory.store.db import write
-from ..memory.store.timeutil import from_stored, to_stored
+from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..runtime import Runtime
 from . import extractors, facts
@@ -56,13 +56,12 @@ def run(rt: Runtime, job: Job) -> list[str]:
     )
     tz = rt.now().tzinfo
     lines = [
-        f"Session from {from_stored(session.started_at).astimezone(tz):%Y-%m-%d %H:%M} "
-        f"to {from_stored(session.last_turn_at).astimezone(tz):%Y-%m-%d %H:%M}",
+        f"Session from {display(session.started_at, tz)} to {display(session.last_turn_at, tz)}",
         "",
     ]
     for t in shown:
         lines.append(
-            f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
+            f"#{t.id} [{display(t.ts, tz)}] "
             + entry(
                 f"{'person' if t.role == 'user' else 'assistant'}: ", clip(t.content, TURN_TOKENS)
             )
