@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 from . import clock as clock_mod
 from . import config as config_mod
 from .errors import ConfigError, NoProviderConfigured, UsageError
+from .memory.ledger import closing
 from .memory.store import db
-from .memory.store.errors import InvalidInput
+from .memory.store.errors import EngineError, InvalidInput
 from .memory.store.profiles import DEFAULT_PROFILE, check_profile
 from .memory.store.settings import Settings
 from .paths import Paths, resolve
@@ -41,6 +42,8 @@ class Runtime:
     choice_error: factory.SelectionError | None = field(default=None, repr=False)
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
+    queued_digests: list[int] = field(default_factory=list)
+    """Sessions closed by time whose digest job was queued when the store was opened."""
 
     @property
     def settings(self) -> Settings:
@@ -53,9 +56,14 @@ class Runtime:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The open store (opened, created and migrated on first use)."""
+        """The open store (opened, created and migrated on first use).
+
+        On opening, sessions of the profile closed by time alone get their digest job
+        (`closing.queue_closed_sessions`: one indexed read; a failure is left for the next run).
+        """
         if self._conn is None:
             self._conn = db.open_store(self.paths.db)
+            self.queued_digests = queue_closed(self._conn, self.profile, self.now(), self.settings)
         return self._conn
 
     def provider(self) -> Provider:
@@ -121,6 +129,17 @@ class Runtime:
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()
+
+
+def queue_closed(
+    conn: sqlite3.Connection, profile: str, now: datetime, settings: Settings
+) -> list[int]:
+    """Queue digest jobs for ``profile``'s sessions closed by time; the ids queued. Never
+    raises: a locked or read-only store just leaves them for the next run."""
+    try:
+        return closing.queue_closed_sessions(conn, profile=profile, now=now, gap_s=settings.gap_s)
+    except (sqlite3.Error, EngineError):
+        return []
 
 
 def build(

@@ -12,8 +12,9 @@ from ..memory.jobs import Job
 from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.digests import store_digest
+from ..memory.ledger.pairing import in_reply_order
 from ..memory.store.db import write
-from ..memory.store.timeutil import from_stored, to_stored
+from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..memory.text.secrets import mask
 from ..runtime import Runtime
@@ -47,6 +48,8 @@ def run(rt: Runtime, job: Job) -> list[str]:
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
     turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
+    # Two conversations at once interleave in the ledger: each reply after its question.
+    turns = in_reply_order(turns)
     if not turns:
         notes = ["session has no text; no digest"]
         jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
@@ -56,13 +59,12 @@ def run(rt: Runtime, job: Job) -> list[str]:
     )
     tz = rt.now().tzinfo
     lines = [
-        f"Session from {from_stored(session.started_at).astimezone(tz):%Y-%m-%d %H:%M} "
-        f"to {from_stored(session.last_turn_at).astimezone(tz):%Y-%m-%d %H:%M}",
+        f"Session from {display(session.started_at, tz)} to {display(session.last_turn_at, tz)}",
         "",
     ]
     for t in shown:
         lines.append(
-            f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
+            f"#{t.id} [{display(t.ts, tz)}] "
             + entry(
                 f"{'person' if t.role == 'user' else 'assistant'}: ",
                 clip(mask(t.content), TURN_TOKENS),

@@ -11,7 +11,9 @@ from ..memory.facts import items as item_store
 from ..memory.facts.parsing import parse_facts
 from ..memory.jobs import Job
 from ..memory.ledger import turns as ledger
+from ..memory.ledger.pairing import reply_to
 from ..memory.store.db import write
+from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..memory.text.secrets import mask
@@ -25,15 +27,29 @@ TURN_TOKENS = 1500
 
 
 def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
-    """The (person's turn, reply) pair a job refers to (``ref_id`` is the reply)."""
+    """The (person's turn, reply) pair a job refers to (``ref_id`` is the reply).
+
+    The reply names its question (``meta.reply_to``), so two conversations at once are never
+    crossed; a reply stored without it pairs with the nearest question before it. Raises
+    LookupError when there is no such question (the job is retried, then fails)."""
     reply = ledger.get_turn(rt.conn, job.profile, job.ref_id)
+    question = reply_to(reply)
+    if question is not None:
+        try:
+            person = ledger.get_turn(rt.conn, job.profile, question)
+        except NotFound:
+            missing = f"turn #{reply.id} answers turn #{question}, which is not stored"
+            raise LookupError(missing) from None
+        if person.role != "user":
+            raise LookupError(f"turn #{reply.id} answers turn #{question}, not a question")
+        return person, reply
     before = ledger.session_turns(
         rt.conn, job.profile, reply.session_id, limit=4, before_id=reply.id
     )
-    person = next((t for t in reversed(before) if t.role == "user"), None)
-    if person is None:
+    nearest = next((t for t in reversed(before) if t.role == "user"), None)
+    if nearest is None:
         raise LookupError(f"turn #{reply.id} has no question before it")
-    return person, reply
+    return nearest, reply
 
 
 def build_prompt(

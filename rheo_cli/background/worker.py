@@ -154,6 +154,20 @@ def run_pending(
             on_job(job, "done")
 
 
+def queue_closed_everywhere(rt: Runtime) -> list[int]:
+    """Queue digest jobs for sessions closed by time in every profile (the worker serves
+    them all); returns the session ids queued. Never raises."""
+    from ..memory.ledger import closing
+    from ..runtime import queue_closed
+
+    try:
+        profiles = closing.profiles_with_sessions(rt.conn)
+    except Exception:  # noqa: BLE001 - queueing is opportunistic
+        return []
+    now = rt.now()
+    return [sid for name in profiles for sid in queue_closed(rt.conn, name, now, rt.settings)]
+
+
 def _try_lock(handle: IO[str]) -> bool:
     import fcntl
 
@@ -183,6 +197,7 @@ def detached_main(rt: Runtime) -> int:
     with handle:
         while _try_lock(handle):
             try:
+                queue_closed_everywhere(rt)
                 run_pending(rt)
             finally:
                 _unlock(handle)

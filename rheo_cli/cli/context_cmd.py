@@ -6,11 +6,12 @@ from typing import Annotated, Any
 
 import typer
 
+from ..errors import UsageError
 from ..ui.output import echo, print_json
 from .errors import command
-from .inputs import clean_arg, read_stdin
+from .inputs import compose, read_stdin
 from .options import Json, Profile
-from .state import runtime_for
+from .state import GLOBAL, runtime_for
 
 
 @command
@@ -36,9 +37,9 @@ def context(
 ) -> None:
     """Show what would be sent for TEXT. No model call.
 
-    The system prompt and messages exactly as rheo would send them, with the estimated tokens
-    of each injected section. With --explain, the table of injected lines comes first, and the
-    prompt only with --system.
+    The system prompt and messages exactly as `rheo ask TEXT` would send them at this clock
+    (built by the same code; nothing is stored), with the estimated tokens of each section.
+    With --explain, the table of injected lines comes first, and the prompt only with --system.
 
     \b
     Examples:
@@ -46,14 +47,15 @@ def context(
       rheo context --explain "what did I promise Ana?"
     """
     piped = read_stdin()
-    message = " ".join(clean_arg(a) for a in text or []).strip()
-    if piped and piped.strip():
-        message = f"{message}\n\n<stdin>\n{piped.strip()}\n</stdin>" if message else piped.strip()
+    try:
+        message = compose(text, piped)  # the message exactly as `rheo ask` would store it
+    except UsageError:
+        message = ""  # no message: show what is injected around an empty one
     rt = runtime_for(profile)
     from ..turn.assistant import preview
     from ..turn.wiring import tool_specs
 
-    info = preview(rt, message, budget=budget, tools=tool_specs())
+    info = preview(rt, message, budget=budget, tools=tool_specs(), new_session=GLOBAL.new)
     if json_out:
         print_json(info)
         return

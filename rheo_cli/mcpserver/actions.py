@@ -26,7 +26,7 @@ from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.db import write
 from ..memory.store.errors import InvalidInput
-from ..memory.store.timeutil import parse_instant, to_stored
+from ..memory.store.timeutil import display, parse_instant, to_stored
 from ..memory.text.render import entry
 from ..runtime import Runtime
 
@@ -130,12 +130,13 @@ def write_memory(
 
 def _item_lines(rt: Runtime, found: list[item_store.MemoryItem]) -> str:
     now = rt.now()
+    zone = now.tzinfo
     return "\n".join(
         entry(
             f"#{i.id} ({i.category}, topic {i.topic}, {i.status}"
             f"{', pinned' if i.pinned else ''}, confidence {i.effective(now, rt.settings):.2f}, "
-            f"since {i.created_at[:10]}"
-            f"{', due ' + i.due_at[:10] if i.due_at else ''}) ",
+            f"since {display(i.created_at, zone, with_time=False)}"
+            f"{', due ' + display(i.due_at, zone, with_time=False) if i.due_at else ''}) ",
             i.content_text(),
         )
         for i in found
@@ -173,23 +174,23 @@ def memory_forget(rt: Runtime, caller: Caller, *, item_id: int) -> str:
     return f"forgotten #{item.id} (history kept): {item.content_text()}"
 
 
-def _turn_lines(turns: list[ledger.Turn]) -> str:
+def _turn_lines(rt: Runtime, turns: list[ledger.Turn]) -> str:
+    zone = rt.now().tzinfo  # the person's local time, as everywhere
     return "\n".join(
-        entry(f"#{t.id} [{t.ts[:16].replace('T', ' ')} UTC] {t.role}: ", t.content[:1000])
-        for t in turns
+        entry(f"#{t.id} [{display(t.ts, zone)}] {t.role}: ", t.content[:1000]) for t in turns
     )
 
 
 def chat_search(rt: Runtime, *, query: str, limit: int = 8) -> str:
     """Earlier turns matching ``query`` by keywords (FTS5, bm25), best first."""
     found = ledger.search_turns(rt.conn, rt.profile, query, limit=limit, any_term=True)
-    return _turn_lines([t for t, _ in found]) if found else "no earlier turns match"
+    return _turn_lines(rt, [t for t, _ in found]) if found else "no earlier turns match"
 
 
 def chat_recent(rt: Runtime, *, limit: int = 20) -> str:
     """The profile's last ``limit`` turns, oldest first."""
     found = ledger.recent_turns(rt.conn, rt.profile, limit)
-    return _turn_lines(found) if found else "no turns yet"
+    return _turn_lines(rt, found) if found else "no turns yet"
 
 
 def context(rt: Runtime, *, message: str, budget: int | None = None) -> str:
@@ -224,9 +225,11 @@ def log_turn(
         raise ToolInputError("content must not be empty")
     if len(content) > CONTENT_MAX:
         raise ToolInputError(f"content is longer than {CONTENT_MAX} characters")
-    meta = {"source": "mcp", "client": caller.client}
+    meta: dict[str, Any] = {"source": "mcp", "client": caller.client}
     with write(rt.conn):
         previous = ledger.recent_turns(rt.conn, rt.profile, 1)
+        if role == "assistant" and previous and previous[0].role == "user":
+            meta["reply_to"] = previous[0].id  # extraction pairs the reply with it
         appended = ledger.append_turn(
             rt.conn,
             profile=rt.profile,

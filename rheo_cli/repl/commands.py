@@ -155,13 +155,13 @@ def _context(state: ReplState, arg: str) -> None:
     from ..turn.assistant import preview
     from ..turn.wiring import tool_specs
 
-    info = preview(state.rt, arg, tools=tool_specs())
+    info = preview(state.rt, arg, tools=tool_specs(), new_session=state.force_new)
     for section in info["sections"]:
         state.say(section["text"])
         state.say("")
     state.say(
         f"({info['context_tokens']} of {info['budget']} tokens; "
-        f"{'session #' + str(info['session_id']) if info['session_id'] else 'new session'})"
+        f"{'new session' if info['new_session'] else 'session #' + str(info['session_id'])})"
     )
 
 

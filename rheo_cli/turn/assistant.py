@@ -17,6 +17,7 @@ from .. import prompts
 from ..memory.context import assemble as context_mod
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
+from ..memory.store.db import tentative
 from ..memory.store.timeutil import to_stored
 from ..providers.base import (
     ChatRequest,
@@ -205,17 +206,37 @@ class Assistant:
             self.on_message(appended.turn)
         return appended
 
-    def context_for(self, user_turn: ledger.Turn) -> Context:
+    def context_for(self, user_turn: ledger.Turn, *, budget: int | None = None) -> Context:
         """Assemble the context for a stored user turn (its own text is the message)."""
-        return context_mod.assemble(
+        return self.compose(user_turn, budget=budget)[0]
+
+    def compose(
+        self, user_turn: ledger.Turn, *, budget: int | None = None
+    ) -> tuple[Context, ChatRequest]:
+        """The context and the model request for a stored user turn: the one code path behind
+        a turn and its preview (`preview`), so ``rheo context`` shows what ``rheo ask`` sends.
+        ``budget`` (tokens) overrides the configured one."""
+        now = self.rt.now()
+        stored = bool(user_turn.id) and not self.incognito
+        ctx = context_mod.assemble(
             self.rt.conn,
             profile=self.rt.profile,
             message=user_turn.content,
-            now=self.rt.now(),
+            now=now,
             settings=self.rt.settings,
-            session_id=user_turn.session_id,
-            before_turn_id=user_turn.id,
+            session_id=user_turn.session_id if stored else None,
+            before_turn_id=user_turn.id if stored else None,
+            budget=budget,
         )
+        request = build_request(
+            ctx,
+            model=self.rt.model,
+            max_tokens=self.rt.config.max_tokens,
+            now=now,
+            tools=[] if self.incognito else self.tools,  # tools could write memory
+            extra_system=self.extra_system,
+        )
+        return ctx, request
 
     def turn(
         self,
@@ -266,27 +287,10 @@ class Assistant:
         failed or never came: a retry, a front end catching up after a crash). Raises like
         `turn`. In `incognito` mode ``user_turn`` is not stored (id 0) and neither is the reply.
         """
-        if self.incognito:
-            ctx = context_mod.assemble(
-                self.rt.conn,
-                profile=self.rt.profile,
-                message=user_turn.content,
-                now=self.rt.now(),
-                settings=self.rt.settings,
-            )
-        else:
-            ctx = self.context_for(user_turn)
+        ctx, request = self.compose(user_turn)
         if on_context is not None:
             on_context(ctx)
         backend = provider or self.rt.provider()
-        request = build_request(
-            ctx,
-            model=self.rt.model,
-            max_tokens=self.rt.config.max_tokens,
-            now=self.rt.now(),
-            tools=[] if self.incognito else self.tools,
-            extra_system=self.extra_system,
-        )
         parts: list[str] = []
         usage = Usage()
         model = self.rt.model
@@ -419,28 +423,29 @@ class Assistant:
 
 
 def preview(
-    rt: Runtime, message: str, *, budget: int | None = None, tools: list[Any] | None = None
+    rt: Runtime,
+    message: str,
+    *,
+    budget: int | None = None,
+    tools: list[Any] | None = None,
+    new_session: bool = False,
 ) -> dict[str, Any]:
-    """Assemble the context for ``message`` (not stored) and the request it would make.
+    """The context and request ``message`` would get, built by the very code a turn uses: the
+    message is stored tentatively (session detection included), `Assistant.compose` runs, and
+    the write is rolled back, so nothing is kept and the preview is the request byte for byte.
 
     Returns ``{"system": [...], "messages": [...], "sections": [{name, text, tokens, lines}],
-    "context_tokens", "message_tokens", "budget", "session_id", "model", "notes"}``.
+    "context_tokens", "message_tokens", "budget", "session_id" (None when the message would
+    open a new session), "new_session", "model", "tools", "notes"}``.
     """
-    now = rt.now()
-    ctx = context_mod.assemble(
-        rt.conn,
-        profile=rt.profile,
-        message=message,
-        now=now,
-        settings=rt.settings,
-        budget=budget,
-    )
-    request = build_request(
-        ctx, model=rt.model, max_tokens=rt.config.max_tokens, now=now, tools=tools
-    )
+    assistant = Assistant(rt, tools=tools)
+    with tentative(rt.conn):
+        appended = assistant.store_message(message, new_session=new_session)
+        ctx, request = assistant.compose(appended.turn, budget=budget)
     return {
         "model": rt.model,
-        "session_id": ctx.session_id,
+        "session_id": None if appended.opened_session else ctx.session_id,
+        "new_session": appended.opened_session,
         "budget": ctx.budget,
         "context_tokens": ctx.context_tokens,
         "message_tokens": ctx.message_tokens,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import UTC
 from typing import Any
 
 from ..memory.facts import items as item_store
@@ -17,6 +18,7 @@ from ..memory.facts.parsing import read_fact
 from ..memory.facts.pins import own_words, pin_requested
 from ..memory.facts.remember import remember, writes_from_turn
 from ..memory.ledger import turns as ledger
+from ..memory.store.timeutil import display
 from ..memory.text.render import entry
 from ..providers.base import ToolCall, ToolSpec
 from ..runtime import Runtime
@@ -87,7 +89,11 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     if writes_from_turn(rt.conn, turn.id) >= MAX_WRITES_PER_TURN:
         return f"not stored: at most {MAX_WRITES_PER_TURN} memories per message"
     notes: list[str] = []
-    candidate = read_fact(data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content)
+    # A due date given as a date is the end of that day where the person is.
+    zone = rt.now().tzinfo or UTC
+    candidate = read_fact(
+        data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content, tz=zone
+    )
     if candidate is None:
         return "not stored: " + "; ".join(notes)
     fact = replace(candidate.fact, pinned=pin_requested(own_words(turn.content), candidate.fact))
@@ -112,7 +118,7 @@ def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     return "\n".join(
         entry(
             f"#{i.id} ({i.category}, {i.status}, confidence {i.effective(now, rt.settings):.2f}, "
-            f"since {i.created_at[:10]}) ",
+            f"since {display(i.created_at, now.tzinfo, with_time=False)}) ",
             i.content_text(),
         )
         for i, _ in found
@@ -129,9 +135,9 @@ def _chat_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     found = [(t, s) for t, s in found if t.id != turn.id]
     if not found:
         return "no earlier turns match"
+    zone = rt.now().tzinfo
     return "\n".join(
-        entry(f"#{t.id} [{t.ts[:16].replace('T', ' ')} UTC] {t.role}: ", t.content[:400])
-        for t, _ in found
+        entry(f"#{t.id} [{display(t.ts, zone)}] {t.role}: ", t.content[:400]) for t, _ in found
     )
 
 

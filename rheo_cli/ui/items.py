@@ -19,9 +19,10 @@ def item_line(item: Any, now: Any, settings: Any) -> str:
     if item.conflict_with:
         flags.append(f"conflicts with #{item.conflict_with}")
     extra = f"  [{', '.join(flags)}]" if flags else ""
+    day = local(item.reinforced_at, now, with_time=False)
     return (
         f"#{item.id:<5} {item.category:<11} {item.effective(now, settings):.2f}  "
-        f"{local(item.reinforced_at, now)[:10]}  {preview(item.content_text(), 70)}{extra}"
+        f"{day}  {preview(item.content_text(), 70)}{extra}"
     )
 
 

@@ -75,9 +75,11 @@ def preview(text: str, width: int = 100) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-def local(stored: str, now: datetime) -> str:
-    """Stored UTC text shown in the clock's time zone as ``YYYY-MM-DD HH:MM``."""
-    return display(stored, now.tzinfo)
+def local(stored: str, now: datetime, *, with_time: bool = True) -> str:
+    """Stored UTC text shown in the person's time zone (the clock's) as ``YYYY-MM-DD HH:MM``,
+    or ``YYYY-MM-DD`` without ``with_time``: the one way a stored instant is shown (never cut
+    the stored text, which is UTC)."""
+    return display(stored, now.tzinfo, with_time=with_time)
 
 
 def turn_line(

@@ -4,7 +4,8 @@
 ``=== NAME ===`` header, empty ones left out, then ``---`` and the person's message:
 
     === OPEN ITEMS ===        commitments still open, with an instruction to follow up
-    === EPISODIC MEMORY ===   the last digests, newest first, dated
+    === EPISODIC MEMORY ===   the last digests, newest first, dated (or, until the previous
+                              session has one, how that session ended: its last turns)
     === CURRENT MEMORY ===    active facts, those matching the message first
     === RELEVANT HISTORY ===  past turns and digests found for this message (see `relevant`)
     === KNOWLEDGE ===         knowledge-base passages matching the message (see `knowledge`)
@@ -119,7 +120,10 @@ PREAMBLES = {
         "Commitments the person made that are still open. Follow up on them proactively "
         "when it fits: ask how they are going."
     ),
-    EPISODIC: "Summaries of recent past sessions, newest first.",
+    EPISODIC: (
+        "Recent past sessions, newest first: summaries, or how the last session ended while "
+        "its summary is not written yet."
+    ),
     CURRENT_MEMORY: "Durable facts about the person, most relevant first.",
     RELEVANT_HISTORY: "Earlier conversation that matches this message, with dates.",
     KNOWLEDGE: "Passages from the person's own documents that match this message.",

@@ -12,6 +12,8 @@ from datetime import datetime, tzinfo
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
 from ..ledger import turns as ledger
+from ..ledger.pairing import in_reply_order
+from ..ledger.sessions import previous_session
 from ..retrieval import history as relevant
 from ..retrieval.lines import (
     CURRENT_MEMORY,
@@ -28,10 +30,16 @@ from ..store.errors import NotFound
 from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
+from ..text.tokens import estimate
 from .knowledge import knowledge_lines
 
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
+PREVIOUS_SHARE = 0.2
+"""Share of the budget the end of an undigested previous session may take (EPISODIC's)."""
+PREVIOUS_RANK = 9.0
+"""Rank of that block: below this session's turns, above everything else (it is how the
+conversation last stood)."""
 
 
 def collect(
@@ -51,7 +59,8 @@ def collect(
     query = analyse(message, now)
     out = {
         OPEN_ITEMS: open_item_lines(active, now, tz, budget),
-        EPISODIC: episodic_lines(conn, profile, tz, settings, budget),
+        EPISODIC: previous_end_lines(conn, profile, session_id, tz, settings, budget)
+        + episodic_lines(conn, profile, tz, settings, budget),
         CURRENT_MEMORY: memory_lines(
             conn, profile, active, message, now, tz, settings, budget, query=query
         ),
@@ -62,9 +71,16 @@ def collect(
             conn, profile, session_id, before_turn_id, tz, settings, budget
         )
     skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
+    skip_turns |= {
+        t for line in out[EPISODIC] if line.source.startswith("session:") for t in line.turn_ids
+    }
     if before_turn_id is not None:
         skip_turns.add(before_turn_id)
-    skip_digests = {int(line.source.split(":")[1]) for line in out[EPISODIC]}
+    skip_digests = {
+        int(line.source.split(":")[1])
+        for line in out[EPISODIC]
+        if line.source.startswith("digest:")
+    }
     out[RELEVANT_HISTORY] = relevant.collect(
         conn,
         profile=profile,
@@ -84,11 +100,6 @@ def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
     """``[YYYY-MM-DD HH:MM] user: `` (with ``(interrupted)``/``(error)`` marks when so)."""
     mark = f" ({turn.status})" if turn.status in ("interrupted", "error") else ""
     return f"[{display(turn.ts, tz)}] {turn.role}{mark}: "
-
-
-def _pair_key(turn: ledger.Turn) -> tuple[int, int]:
-    reply_to = turn.meta.get("reply_to") if turn.role == "assistant" else None
-    return (reply_to, turn.id) if isinstance(reply_to, int) else (turn.id, turn.id)
 
 
 def session_lines(
@@ -111,7 +122,7 @@ def session_lines(
     turns = [t for t in turns if t.content.strip()][-settings.session_turns :]
     # Two processes answering at once interleave their turns in the ledger; show each reply
     # right after the question it answers.
-    turns.sort(key=_pair_key)
+    turns = in_reply_order(turns)
     per_line = max(60, int(budget * 0.35))
     lines = []
     for n, turn in enumerate(turns):
@@ -127,6 +138,57 @@ def session_lines(
             )
         )
     return lines
+
+
+def previous_end_lines(
+    conn: sqlite3.Connection,
+    profile: str,
+    session_id: int | None,
+    tz: tzinfo | None,
+    settings: Settings,
+    budget: int,
+) -> list[Line]:
+    """How the previous session ended, while it has no digest (just closed, the worker not run
+    yet, or every model failing): its last turns (up to ``settings.session_turns``, each reply
+    after its question), newest kept first within `PREVIOUS_SHARE` of the budget, as one block
+    headed "End of the previous session". Empty once the digest exists (it replaces them).
+
+    ``session_id`` is the message's session (None: the message opens a new one, so the
+    previous session is the latest).
+    """
+    previous = previous_session(conn, profile, session_id)
+    if previous is None or digest_store.has_digest(conn, profile, previous.id):
+        return []
+    turns = ledger.session_turns(conn, profile, previous.id, limit=settings.session_turns + 4)
+    turns = in_reply_order([t for t in turns if t.content.strip()])[-settings.session_turns :]
+    if not turns:
+        return []
+    cap = max(80, int(budget * PREVIOUS_SHARE))
+    per_turn = max(40, cap // 4)
+    head = (
+        f"End of the previous session ({display(previous.started_at, tz)} to "
+        f"{display(previous.last_turn_at, tz)}; not summarised yet), its last turns:"
+    )
+    used = estimate(head)
+    picked: list[tuple[ledger.Turn, str]] = []
+    for turn in reversed(turns):
+        body = clip(turn.content, per_turn, marker=f"; full text in turn #{turn.id}")
+        text = entry(turn_prefix(turn, tz), body)
+        cost = estimate(text) + 1
+        if picked and used + cost > cap:
+            break
+        picked.insert(0, (turn, text))
+        used += cost
+    return [
+        Line(
+            text="\n".join([head, *(text for _, text in picked)]),
+            source=f"session:{previous.id}",
+            rank=PREVIOUS_RANK,
+            order=(-1.0,),
+            why=f"end of session #{previous.id}, which has no digest yet",
+            turn_ids=tuple(turn.id for turn, _ in picked),
+        )
+    ]
 
 
 def open_item_lines(
@@ -151,7 +213,8 @@ def open_item_lines(
                 source=f"item:{item.id}",
                 rank=5.0 - min(1.0, max(0.0, due_key / 1e11)) + (0.5 if item.pinned else 0.0),
                 order=(due_key, float(item.id)),
-                why="open commitment" + (f", due {item.due_at[:10]}" if item.due_at else ""),
+                why="open commitment"
+                + (f", due {display(item.due_at, tz, with_time=False)}" if item.due_at else ""),
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
             )
         )

@@ -122,6 +122,14 @@ def recent_digests(conn: sqlite3.Connection, profile: str, limit: int = 5) -> li
     return [row_to_digest(r) for r in rows]
 
 
+def has_digest(conn: sqlite3.Connection, profile: str, session_id: int) -> bool:
+    """Whether session ``session_id`` of ``profile`` has its digest."""
+    row = conn.execute(
+        "SELECT 1 FROM digests WHERE session_id = ? AND profile = ?", (session_id, profile)
+    ).fetchone()
+    return row is not None
+
+
 def get_digest(conn: sqlite3.Connection, profile: str, digest_id: int) -> Digest:
     """Digest ``digest_id`` of ``profile``; raises NotFound otherwise."""
     row = conn.execute(

@@ -64,6 +64,19 @@ def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
     return _row(row) if row else None
 
 
+def previous_session(
+    conn: sqlite3.Connection, profile: str, before_id: int | None
+) -> Session | None:
+    """The profile's session just before session ``before_id`` (its latest when None)."""
+    if before_id is None:
+        return latest_session(conn, profile)
+    row = conn.execute(
+        "SELECT * FROM sessions WHERE profile = ? AND id < ? ORDER BY id DESC LIMIT 1",
+        (profile, before_id),
+    ).fetchone()
+    return _row(row) if row else None
+
+
 def is_open(session: Session, now: datetime, gap_s: float) -> bool:
     """True when a turn at ``now`` would still join ``session``: at most ``gap_s`` seconds
     after its last turn (or before its first: a clock set back further than the gap, to replay

@@ -387,7 +387,8 @@ def _digest_lines(
         lines.append(
             Line(
                 text=entry(
-                    f"[{display(d.ended_at, tz)[:10]} session summary] ", clip(body, per_line)
+                    f"[{display(d.ended_at, tz, with_time=False)} session summary] ",
+                    clip(body, per_line),
                 ),
                 source=f"digest:{d.id}",
                 rank=0.9 + 0.8 * score,

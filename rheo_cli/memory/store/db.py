@@ -138,3 +138,19 @@ def write(
         if conn.in_transaction:
             _undo(conn, "ROLLBACK")
         raise
+
+
+@contextlib.contextmanager
+def tentative(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction that is always rolled back: what the writes inside it would do is
+    visible inside, and nothing of it outside, ever (``rheo context`` stores the message this
+    way to build exactly the request ``rheo ask`` would send). Raises RuntimeError inside
+    another transaction, whose writes it would discard.
+    """
+    if conn.in_transaction:
+        raise RuntimeError("a tentative write cannot run inside another transaction")
+    _begin(conn, LOCK_ATTEMPTS)
+    try:
+        yield conn
+    finally:
+        _undo(conn, "ROLLBACK")
