@@ -83,14 +83,17 @@ def session_numbers(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
         conn = _open()
         if conn is None:
             return []
+        from ..clock import from_env
         from ..memory.ledger import sessions
+        from ..memory.store.timeutil import display
 
+        now = from_env()()
         try:
             found = sessions.list_sessions(conn, _profile_of(ctx), limit=50)
         finally:
             conn.close()
         return [
-            (str(s.number), f"{s.started_at[:16]}, {s.turns} turns")
+            (str(s.number), f"{display(s.started_at, now.tzinfo)}, {s.turns} turns")
             for s in found
             if str(s.number).startswith(incomplete.lstrip("s"))
         ]

@@ -33,7 +33,7 @@ def is_overdue(item: Any, now: datetime) -> bool:
 
 def open_item_line(item: Any, now: datetime) -> str:
     """``#12    due 2026-12-04 OVERDUE  call Ana`` for ``items list`` and the REPL's /items."""
-    due = f"due {local(item.due_at, now)[:10]}" if item.due_at else "no due date"
+    due = f"due {local(item.due_at, now, with_time=False)}" if item.due_at else "no due date"
     if is_overdue(item, now):
         due += " OVERDUE"
     state = "" if item.status == "active" else f"  [{item.status}]"
