@@ -71,7 +71,10 @@ def test_the_solid_sharp_table(conn):
         said_to="taylor",
         scope="assistant",
     )
-    shared = {"Company has 5 employees, targets residential market", "Got first online sale on March 15"}
+    shared = {
+        "Company has 5 employees, targets residential market",
+        "Got first online sale on March 15",
+    }
     assert set(seen_by(conn, None)) == shared  # no assistant: shared memory only, as before
     assert set(seen_by(conn, "marcus")) == shared
     assert set(seen_by(conn, "ada")) == shared
@@ -205,7 +208,9 @@ def test_caps_count_per_assistant_with_shared_as_its_own_bucket(conn):
     assert status["Shared fact number 1"] == status["Shared fact number 2"] == "active"
     # Sarah's two fit her own cap, whatever the shared bucket holds.
     assert status["Sarah's fact number 0"] == status["Sarah's fact number 1"] == "active"
-    learn(conn, "Sarah's fact number 2", "sarah 2", said_to="sarah", scope="assistant", settings=small)
+    learn(
+        conn, "Sarah's fact number 2", "sarah 2", said_to="sarah", scope="assistant", settings=small
+    )
     status = {
         i.label: i.status
         for i in items.list_items(conn, "acme", statuses=None, all_assistants=True)

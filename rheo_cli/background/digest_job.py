@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import prompts
 from ..memory import jobs
 from ..memory.facts.parsing import Parsed, parse_facts
+from ..memory.facts.scope import assistant_in
 from ..memory.jobs import Job
 from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
@@ -39,6 +40,14 @@ def _strings(value: object) -> list[str]:
     ]
 
 
+def _speaker(turn: ledger.Turn) -> str:
+    """``person``, ``assistant`` or, with a named assistant, ``assistant (sarah)``."""
+    if turn.role == "user":
+        return "person"
+    name = assistant_in(turn.meta)
+    return f"assistant ({name})" if name else "assistant"
+
+
 def run(rt: Runtime, job: Job) -> list[str]:
     """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
     or DigestUnusable (retried later)."""
@@ -60,9 +69,7 @@ def run(rt: Runtime, job: Job) -> list[str]:
     for t in shown:
         lines.append(
             f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
-            + entry(
-                f"{'person' if t.role == 'user' else 'assistant'}: ", clip(t.content, TURN_TOKENS)
-            )
+            + entry(f"{_speaker(t)}: ", clip(t.content, TURN_TOKENS))
         )
     text, model, errors = extractors.complete(
         extractors.chain_for(rt),

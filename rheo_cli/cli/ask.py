@@ -11,7 +11,7 @@ from ..errors import ExitStatus
 from ..ui import signals
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import Json, Model, New, Profile, ProviderOpt
+from .options import AssistantOpt, Json, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
 
 
@@ -25,12 +25,14 @@ def ask(
     model: Model = None,
     profile: Profile = None,
     provider: ProviderOpt = None,
+    assistant: AssistantOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
     """
-    rt = runtime_for(profile, model, provider)
+    rt = runtime_for(profile, model, provider, assistant)
+    rt.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
     rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
     signals.install()
     from ..background.worker import kick_background

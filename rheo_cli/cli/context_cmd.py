@@ -9,7 +9,7 @@ import typer
 from ..ui.output import print_json
 from .errors import command
 from .inputs import read_stdin
-from .options import Json, Profile
+from .options import AssistantOpt, Json, Profile
 from .state import runtime_for
 
 
@@ -24,6 +24,7 @@ def context(
         int | None, typer.Option("--budget", min=0, help="Token budget (default: config).")
     ] = None,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
 ) -> None:
     """Show what would be sent for TEXT. No model call.
 
@@ -34,11 +35,11 @@ def context(
     message = " ".join(text or []).strip()
     if piped and piped.strip():
         message = f"{message}\n\n<stdin>\n{piped.strip()}\n</stdin>" if message else piped.strip()
-    rt = runtime_for(profile)
+    rt = runtime_for(profile, assistant=assistant)
     from ..turn.assistant import preview
     from ..turn.wiring import tool_specs
 
-    info = preview(rt, message, budget=budget, tools=tool_specs())
+    info = preview(rt, message, budget=budget, tools=tool_specs(rt.assistant_name))
     if json_out:
         print_json(info)
         return

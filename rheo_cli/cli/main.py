@@ -29,7 +29,7 @@ from . import (
     telegram_cmd,
 )
 from .errors import say_error
-from .options import Model, New, Profile, ProviderOpt
+from .options import AssistantOpt, Model, New, Profile, ProviderOpt
 from .state import GLOBAL
 
 app = typer.Typer(
@@ -48,21 +48,29 @@ def root(
     profile: Profile = None,
     model: Model = None,
     provider: ProviderOpt = None,
+    assistant: AssistantOpt = None,
     new: New = False,
 ) -> None:
     """rheo: chat with Claude; everything is kept in a local SQLite file and remembered."""
     GLOBAL.profile = profile
     GLOBAL.model = model
     GLOBAL.provider = provider
+    GLOBAL.assistant = assistant
     GLOBAL.new = new
     if ctx.invoked_subcommand is None:
         if sys.stdin is not None and not sys.stdin.isatty():
             # `echo "question" | rheo` asks, as `rheo ask` would.
             ask_cmd.ask(
-                text=None, json_out=False, new=new, model=model, profile=profile, provider=provider
+                text=None,
+                json_out=False,
+                new=new,
+                model=model,
+                profile=profile,
+                provider=provider,
+                assistant=assistant,
             )
             return
-        chat_cmd.chat(new=new, model=model, profile=profile, provider=provider)
+        chat_cmd.chat(new=new, model=model, profile=profile, provider=provider, assistant=assistant)
 
 
 app.command()(ask_cmd.ask)

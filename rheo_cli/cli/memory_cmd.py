@@ -10,7 +10,7 @@ from ..errors import RheoError, UsageError
 from ..ui.items import item_line
 from ..ui.output import local, preview, print_json, safe
 from .errors import command
-from .options import MAX_ID, Json, Limit, Profile
+from .options import MAX_ID, AssistantOpt, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
@@ -21,6 +21,24 @@ app = typer.Typer(
 items_app = typer.Typer(
     rich_markup_mode=None, help="Open items: commitments rheo follows up on.", no_args_is_help=True
 )
+
+AllAssistants = Annotated[
+    bool,
+    typer.Option(
+        "--all-assistants",
+        help="Every assistant's own memories and the shared ones, with a column saying whose.",
+    ),
+]
+
+
+def _scoped(profile: str | None, assistant: str | None, all_assistants: bool):  # type: ignore[no-untyped-def]
+    """The runtime for ``--assistant``/``--all-assistants`` (not both: UsageError). Listings
+    then show what ``rt.assistant_name`` sees (shared memories plus its own, its own winning
+    on a topic; without one: the shared memories), or everything with ``all_assistants``."""
+    if all_assistants and assistant is not None:
+        raise UsageError("use --assistant or --all-assistants, not both")
+    return runtime_for(profile, assistant=assistant)
+
 
 ItemId = Annotated[
     int,
@@ -39,16 +57,26 @@ def list_(
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """List active memories, most confident first (with --all: every item, newest first)."""
+    """List active memories, most confident first (with --all: every item, newest first).
+
+    Those the assistant sees (--assistant, RHEO_ASSISTANT): the shared ones and its own, its
+    own winning on a topic; without one, the shared ones."""
     from ..memory.facts import items
 
     if category is not None and category not in items.CATEGORIES:
         raise UsageError(f"unknown category {category!r}; use one of {', '.join(items.CATEGORIES)}")
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.list_items(
-        rt.conn, rt.profile, statuses=None if all_ else ("active",), category=category
+        rt.conn,
+        rt.profile,
+        statuses=None if all_ else ("active",),
+        category=category,
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     if not all_:
         found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
@@ -59,7 +87,7 @@ def list_(
         print("(no memories)")
         return
     for item in found:
-        print(item_line(item, now, rt.settings))
+        print(item_line(item, now, rt.settings, whose=all_assistants))
 
 
 @app.command()
@@ -83,7 +111,8 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
         )
         return
     state = item.status + (", pinned" if item.pinned else "")
-    print(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
+    whose = f"{item.assistant} only" if item.assistant else "shared"
+    print(f"#{item.id}  {item.category} · topic: {item.topic} · {whose} · {state}")
     print(safe(item.content_text()))
     print(
         f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
@@ -123,14 +152,22 @@ def search(
     limit: Limit = 20,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """Find memories whose topic or content match QUERY."""
+    """Find memories whose topic or content match QUERY (among those the assistant sees)."""
     from ..memory.facts import items
 
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.search_items(
-        rt.conn, rt.profile, query, statuses=None if all_ else ("active",), limit=limit
+        rt.conn,
+        rt.profile,
+        query,
+        statuses=None if all_ else ("active",),
+        limit=limit,
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     if json_out:
         print_json([i.to_json(now, rt.settings) for i, _ in found])
@@ -138,7 +175,7 @@ def search(
     if not found:
         print("(no memories)")
     for item, _ in found:
-        print(item_line(item, now, rt.settings))
+        print(item_line(item, now, rt.settings, whose=all_assistants))
 
 
 @app.command()
@@ -159,6 +196,15 @@ def add(
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: Annotated[
+        str | None,
+        typer.Option(
+            "--assistant",
+            "-a",
+            metavar="NAME",
+            help="Make it specific to assistant NAME (else RHEO_ASSISTANT; default: shared).",
+        ),
+    ] = None,
 ) -> None:
     """Add a memory by hand (or reinforce the same fact, or replace one on the topic).
 
@@ -169,7 +215,7 @@ def add(
     from ..memory.store.errors import InvalidInput
     from ..memory.store.timeutil import parse_instant, to_stored
 
-    rt = runtime_for(profile)
+    rt = runtime_for(profile, assistant=assistant)
     due_at = None
     if due:
         zone = rt.now().tzinfo
@@ -196,6 +242,7 @@ def add(
         now=rt.now(),
         settings=rt.settings,
         profile=rt.profile,
+        assistant=rt.assistant_name,
     )
     if outcome.item is None:
         # Refused (a pinned fact kept over a less confident one): say so, exit 1.
@@ -293,17 +340,21 @@ def items_list(
     all_: Annotated[bool, typer.Option("--all", help="Include done items.")] = False,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """List open items (commitments), soonest due first."""
+    """List open items (commitments), soonest due first (those the assistant sees)."""
     from ..memory.facts import items
 
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.list_items(
         rt.conn,
         rt.profile,
         category="open_item",
         statuses=("active", "done") if all_ else ("active",),
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     found.sort(key=lambda i: (i.status != "active", i.due_at or "9999", i.id))
     if json_out:

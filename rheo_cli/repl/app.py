@@ -82,7 +82,8 @@ def run_repl(
         rendered=show_rendered,
         force_new=new_session,
     )
-    state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
+    who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
+    state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
     while not state.done:
         try:
             text = session.prompt(PROMPT)

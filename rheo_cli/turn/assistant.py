@@ -112,15 +112,25 @@ def clock_text(now: datetime) -> str:
 
 
 def build_request(
-    ctx: Context, *, model: str, max_tokens: int, now: datetime, tools: list[Any] | None = None
+    ctx: Context,
+    *,
+    model: str,
+    max_tokens: int,
+    now: datetime,
+    tools: list[Any] | None = None,
+    assistant_prompt: str = "",
 ) -> ChatRequest:
     """The Messages-API request for an assembled context.
 
-    Prompt-cache layout, stable parts first: tools and the static system prompt (cache
-    breakpoint), then the clock line; in the user message the stable sections (OPEN ITEMS,
-    EPISODIC MEMORY; second breakpoint), then the rest, ``---`` and the message.
+    Prompt-cache layout, stable parts first: tools and the static system prompt, then the
+    assistant's own prompt when one is chosen (cache breakpoint after the last of them), then
+    the clock line; in the user message the stable sections (OPEN ITEMS, EPISODIC MEMORY;
+    second breakpoint), then the rest, ``---`` and the message.
     """
-    system = [SystemBlock(prompts.load("system"), cache=True), SystemBlock(clock_text(now))]
+    system = [SystemBlock(prompts.load("system"), cache=not assistant_prompt)]
+    if assistant_prompt:
+        system.append(SystemBlock(assistant_prompt, cache=True))
+    system.append(SystemBlock(clock_text(now)))
     content: list[dict[str, Any]] = []
     stable = ctx.stable_text()
     if stable:
@@ -165,7 +175,10 @@ class Assistant:
         self, message: str, *, new_session: bool = False, meta: dict[str, Any] | None = None
     ) -> ledger.Appended:
         """Commit the person's turn (session detection included) and return it. ``meta`` is
-        stored with it (a front end's own ids, e.g. Telegram's update id)."""
+        stored with it (a front end's own ids, e.g. Telegram's update id), with the assistant
+        talked to, from which rheo later knows whose memory the exchange feeds."""
+        if self.rt.assistant_name is not None:
+            meta = {**(meta or {}), "assistant": self.rt.assistant_name}
         appended = ledger.append_turn(
             self.rt.conn,
             profile=self.rt.profile,
@@ -192,6 +205,7 @@ class Assistant:
             settings=self.rt.settings,
             session_id=user_turn.session_id,
             before_turn_id=user_turn.id,
+            assistant=self.rt.assistant_name,
         )
 
     def turn(
@@ -234,6 +248,7 @@ class Assistant:
             max_tokens=self.rt.config.max_tokens,
             now=self.rt.now(),
             tools=self.tools,
+            assistant_prompt=self.rt.assistant_prompt(),
         )
         parts: list[str] = []
         usage = Usage()
@@ -334,6 +349,8 @@ class Assistant:
         if usage.cost_usd is not None:  # reported by Claude Code
             meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
+        if self.rt.assistant_name is not None:
+            meta["assistant"] = self.rt.assistant_name
         # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
         return ledger.append_turn(
             self.rt.conn,
@@ -366,12 +383,19 @@ def preview(
         now=now,
         settings=rt.settings,
         budget=budget,
+        assistant=rt.assistant_name,
     )
     request = build_request(
-        ctx, model=rt.model, max_tokens=rt.config.max_tokens, now=now, tools=tools
+        ctx,
+        model=rt.model,
+        max_tokens=rt.config.max_tokens,
+        now=now,
+        tools=tools,
+        assistant_prompt=rt.assistant_prompt(),
     )
     return {
         "model": rt.model,
+        "assistant": rt.assistant_name,
         "session_id": ctx.session_id,
         "budget": ctx.budget,
         "context_tokens": ctx.context_tokens,

@@ -137,7 +137,7 @@ def row_to_item(row: sqlite3.Row) -> MemoryItem:
         superseded_by=row["superseded_by"],
         conflict_with=row["conflict_with"],
         due_at=row["due_at"],
-        assistant=row["assistant"] if "assistant" in row.keys() else None,
+        assistant=row["assistant"],
     )
 
 
