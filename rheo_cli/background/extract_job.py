@@ -59,7 +59,7 @@ def build_prompt(
     if assistant is not None:
         persona = rt.config.assistants.get(assistant)
         about = f" ({persona.description})" if persona is not None and persona.description else ""
-        lines.append(entry("Assistant: ", f"{assistant}{about}"))
+        lines.append(entry("Conversation with the assistant: ", f"{assistant}{about}"))
     lines += ["", "Known facts:"]
     lines += [
         entry(
