@@ -10,7 +10,7 @@ from datetime import datetime
 import pytest
 from fakeapi import text
 from fakeprovider import Canned
-from helpers import db_rows, facts_reply, kind_of, request_text, route
+from helpers import db_rows, facts_reply, kind_of, route
 
 T0 = datetime.fromisoformat("2026-03-16T09:00:00+01:00")
 SARAH_PROMPT = "You are Sarah, the customer service assistant of Acme Plumbing."
