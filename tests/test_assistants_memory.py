@@ -237,3 +237,27 @@ def test_open_items_of_another_assistant_are_not_injected(conn):
 
     assert "campaign numbers" in open_items("marcus") and "catalog" in open_items("marcus")
     assert "campaign numbers" not in open_items("sarah") and "catalog" in open_items("sarah")
+
+
+def test_a_change_of_the_assistants_own_fact_stays_its_own(conn):
+    """The extractor names Sarah's own item as updated but forgets to say "assistant": the
+    change still replaces her fact, not the shared memory."""
+    shared = learn(conn, "Prefers SMS for follow-ups", "follow-ups", said_to="ada").item
+    own = learn(
+        conn, "Prefers email for follow-ups", "follow-ups", said_to="sarah", scope="assistant"
+    ).item
+    t = turn(conn, "Sarah, phone them instead", "sarah")
+    out = remember.remember(
+        conn,
+        Fact("preference", "calls", "Prefers phone calls for follow-ups", confidence=0.9),
+        source="extractor",
+        now=T0,
+        settings=S,
+        source_turn_id=t.id,
+        relation="update",
+        target_id=own.id,
+    )
+    assert out.action == "superseded" and out.previous.id == own.id
+    assert out.item.assistant == "sarah" and out.item.topic == own.topic
+    assert items.get_item(conn, "acme", shared.id).status == "active"
+    assert seen_by(conn, "marcus") == ["Prefers SMS for follow-ups"]
