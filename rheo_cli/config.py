@@ -37,13 +37,18 @@ mcp_config = "/path/servers.json"  # passed as --mcp-config
 
 [telegram]                      # `rheo telegram` (token also RHEO_TELEGRAM_TOKEN)
 chats = { "123456789" = "default" }   # allowed chat ids, each answered with a profile
+
+[assistants.sarah]              # an assistant: --assistant sarah (or RHEO_ASSISTANT=sarah)
+prompt_file = "sarah.md"        # system prompt added after rheo's own (relative: beside this file)
+model = "anthropic:claude-haiku-5-5"  # its chat model, "provider:model" or plain
+description = "customer service"
 """
 
 from __future__ import annotations
 
 import stat
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,37 @@ from .providers.settings import (
     ProviderSettings,
 )
 
+MAX_PROMPT_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class AssistantConfig:
+    """One ``[assistants.NAME]`` table: a persona sharing the profile's memory (Solid#
+    article's agents). ``prompt_file`` (absolute) holds a system prompt added after rheo's
+    own; ``model`` is its chat model (``provider:model`` or plain), None for the usual one."""
+
+    name: str
+    prompt_file: Path | None = None
+    model: str | None = None
+    description: str = ""
+
+    def prompt(self) -> str:
+        """The text of ``prompt_file`` (``""`` without one), trailing space trimmed.
+        Raises ConfigError when it cannot be read or is not UTF-8 text."""
+        if self.prompt_file is None:
+            return ""
+        where = f"[assistants.{self.name}] prompt_file {self.prompt_file}"
+        try:
+            raw = self.prompt_file.read_bytes()[: MAX_PROMPT_BYTES + 1]
+        except OSError as exc:
+            raise ConfigError(f"{where}: {exc.strerror or exc}") from None
+        if len(raw) > MAX_PROMPT_BYTES:
+            raise ConfigError(f"{where} is larger than {MAX_PROMPT_BYTES // 1024} KB")
+        try:
+            return raw.decode("utf-8").rstrip()
+        except UnicodeDecodeError:
+            raise ConfigError(f"{where} is not UTF-8 text") from None
+
 
 @dataclass(frozen=True)
 class Config:
@@ -70,6 +106,8 @@ class Config:
     telegram_chats: tuple[tuple[int, str], ...] = ()
     """Allowed Telegram chat ids and the profile each one talks to."""
     providers: ProviderSettings = ProviderSettings()
+    assistants: dict[str, AssistantConfig] = field(default_factory=dict)
+    """``[assistants.NAME]`` tables by name."""
 
 
 _KNOWN = {
@@ -86,6 +124,7 @@ _KNOWN = {
         "openai",
         "ollama",
         "claude_code",
+        "assistants",
     },
     "context": {"budget"},
     "session": {"gap_hours"},
@@ -178,7 +217,55 @@ def load(path: Path) -> Config:
         timeout_s=timeout if timeout is not None else 120.0,
         engine=engine,
         providers=_providers(data, ext),
+        assistants=_assistants(data.get("assistants", {}), path),
     )
+
+
+_ASSISTANT_KEYS = {"prompt_file", "model", "description"}
+
+
+def _assistants(raw: Any, path: Path) -> dict[str, AssistantConfig]:
+    """``[assistants.NAME]`` tables: names as `facts.scope.check_assistant` allows, keys
+    `_ASSISTANT_KEYS`, ``prompt_file`` relative to the config file's folder. Raises
+    ConfigError naming the bad entry."""
+    from .memory.facts.scope import check_assistant
+    from .memory.store.errors import InvalidInput
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: [assistants] must hold tables like [assistants.sarah]")
+    out: dict[str, AssistantConfig] = {}
+    for name, table in raw.items():
+        try:
+            check_assistant(name)
+        except InvalidInput as exc:
+            raise ConfigError(f"{path}: [assistants.{name}]: {exc}") from None
+        where = f"[assistants.{name}] "
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: {where.strip()} must be a table")
+        unknown = sorted(set(table) - _ASSISTANT_KEYS)
+        if unknown:
+            raise ConfigError(f"{path}: unknown setting {where}{unknown[0]!r}")
+        prompt = _string(table, "prompt_file", where)
+        model = _string(table, "model", where)
+        if model is not None:
+            kind, _, rest = model.partition(":")
+            if kind.strip().lower() in KINDS and ":" in model and not rest.strip():
+                raise ConfigError(f"{path}: {where}model {model!r} names no model")
+        description = table.get("description", "")
+        if not isinstance(description, str):
+            raise ConfigError(f"{path}: {where}description must be a string")
+        prompt_path = None
+        if prompt is not None:
+            prompt_path = Path(prompt).expanduser()
+            if not prompt_path.is_absolute():
+                prompt_path = path.parent / prompt_path
+        out[name] = AssistantConfig(
+            name=name,
+            prompt_file=prompt_path,
+            model=model,
+            description=" ".join(description.split())[:200],
+        )
+    return out
 
 
 def _endpoint(table: dict[str, Any], where: str, base: Endpoint) -> Endpoint:

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 class Runtime:
     """What a command works with. ``choice`` is the chat provider and model (see
     `providers.factory`), None when nothing is configured (``choice_error`` says why);
-    ``model`` is the chat model's name."""
+    ``model`` is the chat model's name; ``assistant`` the assistant talked to (None: rheo
+    itself, with the shared memory only)."""
 
     profile: str
     paths: Paths
@@ -40,6 +41,7 @@ class Runtime:
     model: str
     choice: factory.Choice | None = None
     choice_error: factory.SelectionError | None = field(default=None, repr=False)
+    assistant: config_mod.AssistantConfig | None = None
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
     queued_digests: list[int] = field(default_factory=list)
@@ -53,6 +55,16 @@ class Runtime:
     def now(self) -> datetime:
         """The current instant (aware), from ``RHEO_NOW`` or the system clock."""
         return self.clock()
+
+    @property
+    def assistant_name(self) -> str | None:
+        """The chosen assistant's name (the memory scope it reads and writes), or None."""
+        return self.assistant.name if self.assistant is not None else None
+
+    def assistant_prompt(self) -> str:
+        """The chosen assistant's system prompt (``""`` without one). Raises ConfigError when
+        its prompt file cannot be read."""
+        return self.assistant.prompt() if self.assistant is not None else ""
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -148,12 +160,16 @@ def build(
     model: str | None = None,
     provider: str | None = None,
     environ: dict[str, str] | None = None,
+    assistant: str | None = None,
 ) -> Runtime:
-    """Resolve everything from options and the environment (``provider``: ``--provider``).
+    """Resolve everything from options and the environment (``provider``: ``--provider``,
+    ``assistant``: ``--assistant``, else ``RHEO_ASSISTANT``; its ``model`` comes after the
+    command-line options).
 
-    Raises UsageError for a bad profile name or contradicting options, ConfigError for a bad
-    config file, RHEO_NOW or RHEO_PROVIDER. No provider configured is not an error here:
-    `Runtime.provider` reports it, so commands that need no model still work.
+    Raises UsageError for a bad profile name, contradicting options or an assistant that
+    config.toml does not name, ConfigError for a bad config file, RHEO_NOW or RHEO_PROVIDER.
+    No provider configured is not an error here: `Runtime.provider` reports it, so commands
+    that need no model still work.
     """
     env = dict(os.environ) if environ is None else environ
     if profile is not None:
@@ -170,11 +186,16 @@ def build(
         raise UsageError("--model needs a model name")
     if provider is not None and not provider.strip():
         raise UsageError("--provider needs a provider name")
+    persona = _assistant(cfg, assistant, env)
     choice: factory.Choice | None = None
     error: factory.SelectionError | None = None
     try:
         choice = factory.choose_chat(
-            cfg.providers, flag_provider=provider, flag_model=model, environ=env
+            cfg.providers,
+            flag_provider=provider,
+            flag_model=model,
+            environ=env,
+            assistant_model=persona.model if persona else None,
         )
     except factory.NoProvider as exc:
         error = exc
@@ -198,4 +219,28 @@ def build(
         model=chosen,
         choice=choice,
         choice_error=error,
+        assistant=persona,
     )
+
+
+def _assistant(
+    cfg: config_mod.Config, flag: str | None, env: dict[str, str]
+) -> config_mod.AssistantConfig | None:
+    """The assistant named by ``--assistant`` or ``RHEO_ASSISTANT`` (None when neither).
+    Raises UsageError for a name config.toml does not define."""
+    if flag is not None and not flag.strip():
+        raise UsageError("--assistant needs an assistant name")
+    where = "--assistant" if flag is not None else "RHEO_ASSISTANT"
+    name = (flag if flag is not None else env.get("RHEO_ASSISTANT", "")).strip()
+    if not name:
+        return None
+    found = cfg.assistants.get(name)
+    if found is None:
+        known = ", ".join(sorted(cfg.assistants))
+        hint = (
+            f"configured: {known}"
+            if known
+            else "none is configured (add an [assistants.NAME] table to config.toml)"
+        )
+        raise UsageError(f"{where}: unknown assistant {name[:60]!r}; {hint}")
+    return found

@@ -8,6 +8,7 @@ from datetime import UTC
 from .. import prompts
 from ..memory import jobs
 from ..memory.facts.parsing import Parsed, parse_facts
+from ..memory.facts.scope import assistant_in
 from ..memory.jobs import Job
 from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
@@ -43,6 +44,14 @@ def _strings(value: object) -> list[str]:
     ]
 
 
+def _speaker(turn: ledger.Turn) -> str:
+    """``person``, ``assistant`` or, with a named assistant, ``assistant (sarah)``."""
+    if turn.role == "user":
+        return "person"
+    name = assistant_in(turn.meta)
+    return f"assistant ({name})" if name else "assistant"
+
+
 def run(rt: Runtime, job: Job) -> list[str]:
     """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
     or DigestUnusable (retried later)."""
@@ -65,10 +74,7 @@ def run(rt: Runtime, job: Job) -> list[str]:
     for t in shown:
         lines.append(
             f"#{t.id} [{display(t.ts, tz)}] "
-            + entry(
-                f"{'person' if t.role == 'user' else 'assistant'}: ",
-                clip(mask(t.content), TURN_TOKENS),
-            )
+            + entry(f"{_speaker(t)}: ", clip(mask(t.content), TURN_TOKENS))
         )
     text, model, errors = extractors.complete(
         extractors.chain_for(rt),

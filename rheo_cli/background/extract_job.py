@@ -9,6 +9,7 @@ from .. import prompts
 from ..memory import jobs
 from ..memory.facts import items as item_store
 from ..memory.facts.parsing import parse_facts
+from ..memory.facts.scope import assistant_in
 from ..memory.jobs import Job
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.pairing import reply_to
@@ -55,20 +56,35 @@ def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
 def build_prompt(
     rt: Runtime, person: ledger.Turn, reply: ledger.Turn, now: datetime
 ) -> tuple[str, dict[int, str]]:
-    """The extractor's user message and the known ids it may refer to (id -> topic)."""
-    active = item_store.list_items(rt.conn, person.profile, statuses=("active",))
+    """The extractor's user message and the known ids it may refer to (id -> topic).
+
+    With a named assistant (the person's turn's ``meta``), the message names it and the known
+    facts are those it sees (shared, and its own marked "this assistant only")."""
+    assistant = assistant_in(person.meta)
+    active = item_store.list_items(
+        rt.conn, person.profile, statuses=("active",), assistant=assistant
+    )
     matched = {
         i.id
         for i, _ in item_store.search_items(
-            rt.conn, person.profile, person.content[:2000], limit=KNOWN_LIMIT
+            rt.conn, person.profile, person.content[:2000], limit=KNOWN_LIMIT, assistant=assistant
         )
     }
     active.sort(key=lambda i: (i.id not in matched, -i.id))
     shown = active[:KNOWN_LIMIT]
-    lines = [f"Date of the exchange: {now.strftime('%A %Y-%m-%d %H:%M %z')}", "", "Known facts:"]
-    lines += [entry(f"#{i.id} [{i.category}] {i.topic}: ", i.content_text()) for i in shown] or [
-        "(none)"
-    ]
+    lines = [f"Date of the exchange: {now.strftime('%A %Y-%m-%d %H:%M %z')}"]
+    if assistant is not None:
+        persona = rt.config.assistants.get(assistant)
+        about = f" ({persona.description})" if persona is not None and persona.description else ""
+        lines.append(entry("Conversation with the assistant: ", f"{assistant}{about}"))
+    lines += ["", "Known facts:"]
+    lines += [
+        entry(
+            f"#{i.id} [{i.category}] {i.topic}: ",
+            i.content_text() + (" (this assistant only)" if i.assistant else ""),
+        )
+        for i in shown
+    ] or ["(none)"]
     lines += [
         "",
         "Exchange:",

@@ -9,6 +9,7 @@ from typing import Any
 from ..memory.facts.items import CATEGORIES
 from ..memory.facts.parsing import MAX_FACTS
 from ..memory.facts.remember import RELATIONS
+from ..memory.facts.scope import SCOPES
 from ..providers.base import ToolSpec
 
 _FACT: dict[str, Any] = {
@@ -18,6 +19,14 @@ _FACT: dict[str, Any] = {
     "properties": {"type": "object", "description": "Details as key/value pairs."},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "reason": {"type": "string"},
+    "scope": {
+        "type": "string",
+        "enum": list(SCOPES),
+        "description": (
+            "With a named assistant: shared (about the person or company, for every "
+            "assistant) or assistant (only about that assistant's work). Else shared."
+        ),
+    },
 }
 
 RECORD_FACTS = ToolSpec(

@@ -12,7 +12,7 @@ from ..ui import signals
 from .complete import session_numbers
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import MAX_ID, Json, Model, New, Profile, ProviderOpt
+from .options import MAX_ID, AssistantOpt, Json, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
 
 
@@ -85,6 +85,7 @@ def ask(
             help="Store nothing and learn nothing from this exchange (memory is still read).",
         ),
     ] = False,
+    assistant_name: AssistantOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
@@ -98,7 +99,8 @@ def ask(
       rheo ask -c "and the week after?"      (same session, even after a pause)
       rheo ask --retry                        (the last question failed: send it again)
     """
-    rt = runtime_for(profile, model, provider)
+    rt = runtime_for(profile, model, provider, assistant_name)
+    rt.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
     rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
     signals.install()
     from ..background.worker import kick_background

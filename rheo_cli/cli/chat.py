@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from .errors import command
-from .options import Model, New, Profile, ProviderOpt
+from .options import AssistantOpt, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
 
 
 @command
 def chat(
-    new: New = False, model: Model = None, profile: Profile = None, provider: ProviderOpt = None
+    new: New = False,
+    model: Model = None,
+    profile: Profile = None,
+    provider: ProviderOpt = None,
+    assistant: AssistantOpt = None,
 ) -> None:
     """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits.
 
@@ -30,7 +34,8 @@ def chat(
 
     signals.install()
 
-    rt = runtime_for(profile, model, provider)
+    rt = runtime_for(profile, model, provider, assistant)
+    rt.assistant_prompt()  # an unreadable prompt file: one line, before anything is stored
     rt.provider()  # none configured: guidance, exit 2, before the REPL stores anything
     rt.preload()
     try:

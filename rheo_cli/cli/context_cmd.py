@@ -10,7 +10,7 @@ from ..errors import UsageError
 from ..ui.output import echo, print_json
 from .errors import command
 from .inputs import compose, read_stdin
-from .options import Json, Profile
+from .options import AssistantOpt, Json, Profile
 from .state import GLOBAL, runtime_for
 
 
@@ -34,6 +34,7 @@ def context(
         int | None, typer.Option("--budget", min=0, help="Token budget (default: config).")
     ] = None,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
 ) -> None:
     """Show what would be sent for TEXT. No model call.
 
@@ -51,11 +52,17 @@ def context(
         message = compose(text, piped)  # the message exactly as `rheo ask` would store it
     except UsageError:
         message = ""  # no message: show what is injected around an empty one
-    rt = runtime_for(profile)
+    rt = runtime_for(profile, assistant=assistant)
     from ..turn.assistant import preview
     from ..turn.wiring import tool_specs
 
-    info = preview(rt, message, budget=budget, tools=tool_specs(), new_session=GLOBAL.new)
+    info = preview(
+        rt,
+        message,
+        budget=budget,
+        tools=tool_specs(rt.assistant_name),
+        new_session=GLOBAL.new,
+    )
     if json_out:
         print_json(info)
         return

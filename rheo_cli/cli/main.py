@@ -34,7 +34,7 @@ from . import (
 )
 from .errors import say_error
 from .group import GroupedHelp
-from .options import Model, New, Profile, ProviderOpt
+from .options import AssistantOpt, Model, New, Profile, ProviderOpt
 from .state import GLOBAL
 
 app = typer.Typer(
@@ -74,6 +74,7 @@ def root(
     profile: Profile = None,
     model: Model = None,
     provider: ProviderOpt = None,
+    assistant: AssistantOpt = None,
     new: New = False,
     version: Version = False,
 ) -> None:
@@ -89,15 +90,22 @@ def root(
     GLOBAL.profile = profile
     GLOBAL.model = model
     GLOBAL.provider = provider
+    GLOBAL.assistant = assistant
     GLOBAL.new = new
     if ctx.invoked_subcommand is None:
         if sys.stdin is not None and not sys.stdin.isatty():
             # `echo "question" | rheo` asks, as `rheo ask` would.
             ask_cmd.ask(
-                text=None, json_out=False, new=new, model=model, profile=profile, provider=provider
+                text=None,
+                json_out=False,
+                new=new,
+                model=model,
+                profile=profile,
+                provider=provider,
+                assistant_name=assistant,
             )
             return
-        chat_cmd.chat(new=new, model=model, profile=profile, provider=provider)
+        chat_cmd.chat(new=new, model=model, profile=profile, provider=provider, assistant=assistant)
 
 
 CHAT, MEMORY, HISTORY, MAINTENANCE = "Chat", "Memory", "History", "Maintenance"

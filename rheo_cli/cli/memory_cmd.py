@@ -11,7 +11,7 @@ from ..ui.items import item_line, open_item_line
 from ..ui.output import echo, local, preview, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
-from .options import MAX_ID, Json, Limit, Profile
+from .options import MAX_ID, AssistantOpt, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
@@ -28,6 +28,24 @@ items_app = typer.Typer(
     help="Open items: commitments rheo follows up on.",
     no_args_is_help=True,
 )
+
+AllAssistants = Annotated[
+    bool,
+    typer.Option(
+        "--all-assistants",
+        help="Every assistant's own memories and the shared ones, with a column saying whose.",
+    ),
+]
+
+
+def _scoped(profile: str | None, assistant: str | None, all_assistants: bool):  # type: ignore[no-untyped-def]
+    """The runtime for ``--assistant``/``--all-assistants`` (not both: UsageError). Listings
+    then show what ``rt.assistant_name`` sees (shared memories plus its own, its own winning
+    on a topic; without one: the shared memories), or everything with ``all_assistants``."""
+    if all_assistants and assistant is not None:
+        raise UsageError("use --assistant or --all-assistants, not both")
+    return runtime_for(profile, assistant=assistant)
+
 
 ItemId = Annotated[
     int,
@@ -60,9 +78,14 @@ def list_(
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
     """List active memories, most confident first (with --all: inactive ones too, each after
     the active ones, in the same order).
+
+    Those the assistant sees (--assistant, RHEO_ASSISTANT): the shared ones and its own, its
+    own winning on a topic; without one, the shared ones.
 
     \b
     Example:
@@ -72,10 +95,15 @@ def list_(
 
     if category is not None and category not in items.CATEGORIES:
         raise UsageError(f"unknown category {category!r}; use one of {', '.join(items.CATEGORIES)}")
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.list_items(
-        rt.conn, rt.profile, statuses=None if all_ else ("active",), category=category
+        rt.conn,
+        rt.profile,
+        statuses=None if all_ else ("active",),
+        category=category,
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     found.sort(key=lambda i: (i.status != "active", -i.effective(now, rt.settings), -i.id))
     if json_out:
@@ -85,7 +113,7 @@ def list_(
         echo("(no memories)")
         return
     for item in found:
-        echo(item_line(item, now, rt.settings))
+        echo(item_line(item, now, rt.settings, whose=all_assistants))
 
 
 @app.command()
@@ -114,7 +142,8 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
         )
         return
     state = item.status + (", pinned" if item.pinned else "")
-    echo(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
+    whose = f"{item.assistant} only" if item.assistant else "shared"
+    echo(f"#{item.id}  {item.category} · topic: {item.topic} · {whose} · {state}")
     echo(item.content_text())
     echo(
         f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
@@ -154,8 +183,10 @@ def search(
     limit: Limit = 20,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """Find memories whose topic or content match QUERY.
+    """Find memories whose topic or content match QUERY (among those the assistant sees).
 
     \b
     Example:
@@ -163,10 +194,16 @@ def search(
     """
     from ..memory.facts import items
 
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.search_items(
-        rt.conn, rt.profile, query, statuses=None if all_ else ("active",), limit=limit
+        rt.conn,
+        rt.profile,
+        query,
+        statuses=None if all_ else ("active",),
+        limit=limit,
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     if json_out:
         print_json([i.to_json(now, rt.settings) for i, _ in found])
@@ -174,7 +211,7 @@ def search(
     if not found:
         echo("(no memories)")
     for item, _ in found:
-        echo(item_line(item, now, rt.settings))
+        echo(item_line(item, now, rt.settings, whose=all_assistants))
 
 
 @app.command()
@@ -200,6 +237,15 @@ def add(
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: Annotated[
+        str | None,
+        typer.Option(
+            "--assistant",
+            "-a",
+            metavar="NAME",
+            help="Make it specific to assistant NAME (else RHEO_ASSISTANT; default: shared).",
+        ),
+    ] = None,
 ) -> None:
     """Add a memory by hand (or reinforce the same fact, or replace one on the topic).
 
@@ -215,7 +261,7 @@ def add(
     from ..memory.facts.remember import Fact, remember
     from ..memory.store.timeutil import to_stored
 
-    rt = runtime_for(profile)
+    rt = runtime_for(profile, assistant=assistant)
     due_at = None
     due_moment = None
     if due:
@@ -238,6 +284,7 @@ def add(
         now=rt.now(),
         settings=rt.settings,
         profile=rt.profile,
+        assistant=rt.assistant_name,
     )
     if outcome.item is None:
         # Refused (a pinned fact kept over a less confident one): say so, exit 1.
@@ -357,8 +404,10 @@ def items_list(
     all_: Annotated[bool, typer.Option("--all", help="Include done items.")] = False,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """List open items (commitments), soonest due first.
+    """List open items (commitments), soonest due first (those the assistant sees).
 
     \b
     Example:
@@ -366,13 +415,15 @@ def items_list(
     """
     from ..memory.facts import items
 
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.list_items(
         rt.conn,
         rt.profile,
         category="open_item",
         statuses=("active", "done") if all_ else ("active",),
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     found.sort(key=lambda i: (i.status != "active", i.due_at or "9999", i.id))
     if json_out:

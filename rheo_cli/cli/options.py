@@ -40,6 +40,16 @@ Profile = Annotated[
         autocompletion=profiles,
     ),
 ]
+AssistantOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--assistant",
+        "-a",
+        metavar="NAME",
+        help="Talk to assistant NAME from config.toml [assistants.NAME]: its prompt, its model, "
+        "its own memory beside the shared one (else RHEO_ASSISTANT; default none).",
+    ),
+]
 Limit = Annotated[
     int, typer.Option("--limit", "-n", min=1, max=100_000, metavar="N", help="How many.")
 ]

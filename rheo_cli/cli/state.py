@@ -12,6 +12,7 @@ class GlobalOptions:
     profile: str | None = None
     model: str | None = None
     provider: str | None = None
+    assistant: str | None = None
     new: bool = False
 
 
@@ -19,7 +20,10 @@ GLOBAL = GlobalOptions()
 
 
 def runtime_for(  # type: ignore[no-untyped-def]
-    profile: str | None = None, model: str | None = None, provider: str | None = None
+    profile: str | None = None,
+    model: str | None = None,
+    provider: str | None = None,
+    assistant: str | None = None,
 ):
     """Build the Runtime: a command's own options win over the global ones."""
     from .. import runtime
@@ -29,4 +33,5 @@ def runtime_for(  # type: ignore[no-untyped-def]
         profile=chosen,
         model=model or GLOBAL.model,
         provider=provider if provider is not None else GLOBAL.provider,
+        assistant=assistant if assistant is not None else GLOBAL.assistant,
     )

@@ -5,7 +5,8 @@ A model is named ``provider:model`` anywhere (``openai:gpt-5-mini``, ``ollama:ll
 (``claude-sonnet-5-5``: the chosen provider's model). A prefix counts only when it is one of
 `KINDS`, so Ollama tags such as ``llama3.2:8b`` stay whole.
 
-The chat provider is, first found: ``--provider``, the prefix of ``-m``, ``RHEO_PROVIDER``,
+The chat provider is, first found: ``--provider``, the prefix of ``-m``, the prefix of the
+chosen assistant's ``model`` (``[assistants.NAME]``), ``RHEO_PROVIDER``,
 the prefix of ``RHEO_MODEL``, config ``provider``, the prefix of config ``model``; else picked
 automatically: the Anthropic API when ``ANTHROPIC_API_KEY``/``ANTHROPIC_AUTH_TOKEN`` is set,
 else Claude Code when ``claude`` is on PATH, else OpenAI when ``OPENAI_API_KEY`` is set, else
@@ -136,13 +137,17 @@ def choose_chat(
     flag_provider: str | None = None,
     flag_model: str | None = None,
     environ: Mapping[str, str] | None = None,
+    assistant_model: str | None = None,
 ) -> Choice:
-    """The chat provider and model (order in the module docstring).
+    """The chat provider and model (order in the module docstring). ``assistant_model`` is
+    the chosen assistant's ``model`` (``provider:model`` or plain): after the command-line
+    options, before the environment and the config's own model.
 
     Raises SelectionError (an unknown provider, ``--provider`` contradicting ``-m``'s prefix)
     or NoProvider (nothing configured or found)."""
     env = _env(environ)
     f_kind, f_model = parse_spec(flag_model) if flag_model else (None, "")
+    a_kind, a_model = parse_spec(assistant_model) if assistant_model else (None, "")
     e_raw = env.get("RHEO_MODEL", "").strip()
     e_kind, e_model = parse_spec(e_raw) if e_raw else (None, "")
     c_kind, c_model = parse_spec(settings.model) if settings.model else (None, "")
@@ -154,6 +159,7 @@ def choose_chat(
     if flag_provider is not None:
         candidates.append((_kind(flag_provider, "--provider", usage=True), "--provider", True))
     candidates.append((f_kind, "-m/--model", True))
+    candidates.append((a_kind, "assistant", False))
     env_provider = env.get("RHEO_PROVIDER", "").strip()
     if env_provider:
         candidates.append(
@@ -172,6 +178,8 @@ def choose_chat(
     model = ""
     if f_model:
         model = f_model
+    elif a_model and a_kind in (None, kind):
+        model = a_model
     elif e_model and e_kind in (None, kind):
         model = e_model
     elif c_model and (c_kind == kind or (c_kind is None and config_kind in (None, kind))):

@@ -98,7 +98,8 @@ def run_repl(
     )
     completer = SlashCompleter(commands.MEANINGS, commands.completion_ids(state), commands.TAKES_ID)
     session = make_session(rt, input=input, output=output, completer=completer)
-    state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
+    who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
+    state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
     if rt.provider_ready() is None and rt.conn is not None and rt.queued_digests:
         # A session closed by time while nobody was here: summarise it in the background.
         from ..background.worker import kick_background

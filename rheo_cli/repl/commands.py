@@ -190,9 +190,13 @@ def _memory(state: ReplState, arg: str) -> None:
     rt = state.rt
     now = rt.now()
     if arg:
-        found = [i for i, _ in items.search_items(rt.conn, rt.profile, arg)]
+        found = [
+            i for i, _ in items.search_items(rt.conn, rt.profile, arg, assistant=rt.assistant_name)
+        ]
     else:  # as `rheo memory list`: most confident first (open items are under /items)
-        found = items.list_items(rt.conn, rt.profile, exclude_category="open_item")
+        found = items.list_items(
+            rt.conn, rt.profile, exclude_category="open_item", assistant=rt.assistant_name
+        )
         found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
     if not found:
         state.say("(no memories)")
@@ -204,7 +208,9 @@ def _items(state: ReplState, arg: str) -> None:
     from ..memory.facts import items
     from ..ui.items import open_item_line
 
-    found = items.list_items(state.rt.conn, state.rt.profile, category="open_item")
+    found = items.list_items(
+        state.rt.conn, state.rt.profile, category="open_item", assistant=state.rt.assistant_name
+    )
     found.sort(key=lambda i: (i.due_at or "9999", i.id))
     if not found:
         state.say("(no open items)")

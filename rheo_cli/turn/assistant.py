@@ -122,15 +122,20 @@ def build_request(
     now: datetime,
     tools: list[Any] | None = None,
     extra_system: str | None = None,
+    assistant_prompt: str = "",
 ) -> ChatRequest:
     """The Messages-API request for an assembled context.
 
-    Prompt-cache layout, stable parts first: tools and the static system prompt (cache
-    breakpoint), then the clock line and the person's ``extra_system`` instructions for this
-    call (``rheo ask -s``); in the user message the stable sections (OPEN ITEMS, EPISODIC
-    MEMORY; second breakpoint), then the rest, ``---`` and the message.
+    Prompt-cache layout, stable parts first: tools and the static system prompt, then the
+    assistant's own prompt when one is chosen (cache breakpoint after the last of them), then
+    the clock line and the person's ``extra_system`` instructions for this call (``rheo ask
+    -s``); in the user message the stable sections (OPEN ITEMS, EPISODIC MEMORY; second
+    breakpoint), then the rest, ``---`` and the message.
     """
-    system = [SystemBlock(prompts.load("system"), cache=True), SystemBlock(clock_text(now))]
+    system = [SystemBlock(prompts.load("system"), cache=not assistant_prompt)]
+    if assistant_prompt:
+        system.append(SystemBlock(assistant_prompt, cache=True))
+    system.append(SystemBlock(clock_text(now)))
     if extra_system and extra_system.strip():
         system.append(SystemBlock(extra_system.strip()))
     content: list[dict[str, Any]] = []
@@ -188,7 +193,10 @@ class Assistant:
     ) -> ledger.Appended:
         """Commit the person's turn (session detection included, unless ``session_id`` names
         the session to join) and return it. ``meta`` is stored with it (a front end's own
-        ids, e.g. Telegram's update id)."""
+        ids, e.g. Telegram's update id), with the assistant talked to, from which rheo later
+        knows whose memory the exchange feeds."""
+        if self.rt.assistant_name is not None:
+            meta = {**(meta or {}), "assistant": self.rt.assistant_name}
         appended = ledger.append_turn(
             self.rt.conn,
             profile=self.rt.profile,
@@ -227,6 +235,7 @@ class Assistant:
             session_id=user_turn.session_id if stored else None,
             before_turn_id=user_turn.id if stored else None,
             budget=budget,
+            assistant=self.rt.assistant_name,
         )
         request = build_request(
             ctx,
@@ -235,6 +244,7 @@ class Assistant:
             now=now,
             tools=[] if self.incognito else self.tools,  # tools could write memory
             extra_system=self.extra_system,
+            assistant_prompt=self.rt.assistant_prompt(),
         )
         return ctx, request
 
@@ -392,6 +402,8 @@ class Assistant:
         if usage.cost_usd is not None:  # reported by Claude Code
             meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
+        if self.rt.assistant_name is not None:
+            meta["assistant"] = self.rt.assistant_name
         turn_usage = ledger.Usage(**usage.counts())
         if self.incognito:
             return ledger.Turn(
@@ -444,6 +456,7 @@ def preview(
         ctx, request = assistant.compose(appended.turn, budget=budget)
     return {
         "model": rt.model,
+        "assistant": rt.assistant_name,
         "session_id": None if appended.opened_session else ctx.session_id,
         "new_session": appended.opened_session,
         "budget": ctx.budget,

@@ -1,8 +1,11 @@
 """The tools Claude gets in a chat call (seed 1): ``write_memory`` to store a durable fact,
 ``memory_search`` and ``chat_search`` to look further back than what was injected.
 
-Whatever the tool input says, rheo enforces ownership (the profile and source turn are the
-current turn's) and append-only history (a write goes through the memory write path).
+Whatever the tool input says, rheo enforces ownership (the profile, the source turn and the
+assistant are the current turn's) and append-only history (a write goes through the memory
+write path). In a chat with a named assistant, ``write_memory`` may say ``scope``: ``shared``
+(about the person, every assistant sees it; the default) or ``assistant`` (this assistant's
+own work) — never which assistant.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from ..memory.facts.items import CATEGORIES
 from ..memory.facts.parsing import read_fact
 from ..memory.facts.pins import own_words, pin_requested
 from ..memory.facts.remember import remember, writes_from_turn
+from ..memory.facts.scope import ASSISTANT, SCOPES, assistant_in, read_scope
 from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import display
 from ..memory.text.render import entry
@@ -80,6 +84,31 @@ CHAT_SEARCH = ToolSpec(
 
 SPECS = [WRITE_MEMORY, MEMORY_SEARCH, CHAT_SEARCH]
 
+SCOPE_PROPERTY = {
+    "type": "string",
+    "enum": list(SCOPES),
+    "description": (
+        "shared: about the person or their company, for every assistant (the default); "
+        "assistant: only about how you, this assistant, should do your work for them."
+    ),
+}
+
+
+def specs_for(assistant: str | None) -> list[ToolSpec]:
+    """The tools for a chat with ``assistant`` (None: `SPECS`): ``write_memory`` then also
+    takes ``scope``."""
+    if assistant is None:
+        return list(SPECS)
+    schema = dict(WRITE_MEMORY.input_schema)
+    schema["properties"] = {**schema["properties"], "scope": SCOPE_PROPERTY}
+    write = ToolSpec(
+        name=WRITE_MEMORY.name,
+        description=WRITE_MEMORY.description
+        + " Say scope assistant for a fact only about your own work with them.",
+        input_schema=schema,
+    )
+    return [write, MEMORY_SEARCH, CHAT_SEARCH]
+
 
 MAX_WRITES_PER_TURN = 5
 """At most this many facts one turn's tool calls may write (a runaway loop evicts nothing)."""
@@ -97,6 +126,9 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     if candidate is None:
         return "not stored: " + "; ".join(notes)
     fact = replace(candidate.fact, pinned=pin_requested(own_words(turn.content), candidate.fact))
+    own = assistant_in(turn.meta)  # the turn's assistant, whatever the input names
+    if data.get("scope") is not None and read_scope(data.get("scope")) is None:
+        notes.append(f"scope {str(data.get('scope'))[:40]!r} ignored: shared or assistant")
     outcome = remember(
         rt.conn,
         fact,
@@ -104,6 +136,7 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
         now=rt.now(),
         settings=rt.settings,
         source_turn_id=turn.id,
+        assistant=own if read_scope(data.get("scope")) == ASSISTANT else None,
     )
     return outcome.describe() + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -111,7 +144,14 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
 def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     query = str(data.get("query", ""))
     statuses = ("active", "superseded", "evicted", "done")  # never what the person retracted
-    found = item_store.search_items(rt.conn, turn.profile, query, statuses=statuses, limit=10)
+    found = item_store.search_items(
+        rt.conn,
+        turn.profile,
+        query,
+        statuses=statuses,
+        limit=10,
+        assistant=assistant_in(turn.meta),
+    )
     if not found:
         return "no stored facts match"
     now = rt.now()

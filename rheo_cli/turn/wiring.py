@@ -12,11 +12,11 @@ from ..runtime import Runtime
 from .assistant import Assistant
 
 
-def tool_specs() -> list[Any]:
-    """The tools offered to Claude in a chat call."""
-    from .tools import SPECS
+def tool_specs(assistant: str | None = None) -> list[Any]:
+    """The tools offered to Claude in a chat call with ``assistant`` (None: rheo itself)."""
+    from .tools import specs_for
 
-    return list(SPECS)
+    return specs_for(assistant)
 
 
 def honour_requests(rt: Runtime, turn: ledger.Turn) -> list[str]:
@@ -63,7 +63,7 @@ def make_assistant(rt: Runtime) -> Assistant:
     return Assistant(
         rt,
         on_message=on_message,
-        tools=tool_specs(),
+        tools=tool_specs(rt.assistant_name),
         run_tool=lambda call, turn: run_tool(rt, call, turn),
         after_reply=after_reply,
         on_session_closed=on_session_closed,

@@ -9,8 +9,9 @@ from ..memory.store.timeutil import from_stored
 from .output import local, preview
 
 
-def item_line(item: Any, now: Any, settings: Any) -> str:
-    """One line per item for listings."""
+def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str:
+    """One line per item for listings; ``whose`` adds a column naming the assistant the item
+    is specific to (``shared`` for the others)."""
     flags = []
     if item.pinned:
         flags.append("pinned")
@@ -20,8 +21,9 @@ def item_line(item: Any, now: Any, settings: Any) -> str:
         flags.append(f"conflicts with #{item.conflict_with}")
     extra = f"  [{', '.join(flags)}]" if flags else ""
     day = local(item.reinforced_at, now, with_time=False)
+    column = f"{item.assistant or 'shared':<12} " if whose else ""
     return (
-        f"#{item.id:<5} {item.category:<11} {item.effective(now, settings):.2f}  "
+        f"#{item.id:<5} {column}{item.category:<11} {item.effective(now, settings):.2f}  "
         f"{day}  {preview(item.content_text(), 70)}{extra}"
     )
 

@@ -141,6 +141,7 @@ def assemble(
     session_id: int | None = None,
     before_turn_id: int | None = None,
     budget: int | None = None,
+    assistant: str | None = None,
 ) -> Context:
     """Assemble the injected context for ``message`` at ``now`` (aware datetime).
 
@@ -148,7 +149,9 @@ def assemble(
     ``before_turn_id`` (that turn's id, so the message is not repeated in CURRENT SESSION).
     Without it, the session is the one a turn at ``now`` would join (none if the gap has
     passed). ``budget`` (tokens) overrides ``settings.budget_tokens``. Times are shown in
-    ``now``'s time zone. Reads only; never raises for an empty store.
+    ``now``'s time zone. ``assistant`` names the assistant the message is for: its facts and
+    the shared ones are injected, its own winning on a topic (None: shared facts only).
+    Reads only; never raises for an empty store.
     """
     limit = settings.budget_tokens if budget is None else max(0, budget)
     if session_id is None:
@@ -167,6 +170,7 @@ def assemble(
         session_id=session_id,
         before_turn_id=before_turn_id,
         budget=limit,
+        assistant=assistant,
     )
     kept = budgeting.allocate(candidates, limit, PREAMBLES)
     sections = [

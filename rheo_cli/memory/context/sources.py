@@ -53,16 +53,29 @@ def collect(
     session_id: int | None,
     before_turn_id: int | None,
     budget: int,
+    assistant: str | None = None,
 ) -> dict[str, list[Line]]:
-    """Candidate lines for every section, keyed by section name (see `context.ORDER`)."""
-    active = item_store.list_items(conn, profile, statuses=("active",))
+    """Candidate lines for every section, keyed by section name (see `context.ORDER`).
+
+    Facts and open items are those ``assistant`` sees (`facts.scope`: the shared ones plus its
+    own, its own winning on a topic; None: the shared ones only)."""
+    active = item_store.list_items(conn, profile, statuses=("active",), assistant=assistant)
     query = analyse(message, now)
     out = {
         OPEN_ITEMS: open_item_lines(active, now, tz, budget),
         EPISODIC: previous_end_lines(conn, profile, session_id, tz, settings, budget)
         + episodic_lines(conn, profile, tz, settings, budget),
         CURRENT_MEMORY: memory_lines(
-            conn, profile, active, message, now, tz, settings, budget, query=query
+            conn,
+            profile,
+            active,
+            message,
+            now,
+            tz,
+            settings,
+            budget,
+            query=query,
+            assistant=assistant,
         ),
         CURRENT_SESSION: [],
     }
@@ -255,6 +268,7 @@ def memory_lines(
     budget: int,
     *,
     query: Query | None = None,
+    assistant: str | None = None,
 ) -> list[Line]:
     """Active facts: those whose topic or content match the message first (FTS5 over items,
     seed 2's topic-match boosting, graded by `relevance`), then by effective confidence.
@@ -269,7 +283,12 @@ def memory_lines(
     # narrows them first only past a few hundred.
     candidates: set[int] | None = None
     if len(facts) > 300 and not query.empty:
-        candidates = {i.id for i, _ in item_store.search_items(conn, profile, message, limit=300)}
+        candidates = {
+            i.id
+            for i, _ in item_store.search_items(
+                conn, profile, message, limit=300, assistant=assistant
+            )
+        }
     per_line = max(40, int(budget * 0.1))
     lines = []
     for item in facts:

@@ -24,6 +24,7 @@ from ..text import language
 from .equivalence import topic_key
 from .items import CATEGORIES
 from .remember import LABEL_MAX, Fact
+from .scope import read_scope
 
 MAX_FACTS = 3
 """Seed 2: the extractor returns 0-3 facts per exchange."""
@@ -92,12 +93,14 @@ _RELATION_ALIASES = {
 class Candidate:
     """A validated fact plus what the writer linked it to: an existing item id and how it
     relates to it (``relation``: same, update or done; None for a new fact or when the writer
-    did not say) and, for digests, the turn it came from."""
+    did not say) and, for digests, the turn it came from. ``scope`` is what the writer said:
+    ``shared``, ``assistant`` (the conversation's assistant; rheo decides which) or None."""
 
     fact: Fact
     existing_id: int | None = None
     turn_id: int | None = None
     relation: str | None = None
+    scope: str | None = None
 
 
 @dataclass
@@ -381,8 +384,22 @@ def read_fact(
             turn_id = tid
         else:
             notes.append(f"fact {n}: turn id {raw['turn_id']!r} is not in this session; ignored")
+    scope = read_scope(raw.get("scope"))
+    if raw.get("scope") is not None and scope is None:
+        notes.append(f"fact {n}: scope {_text(raw.get('scope'))[:40]!r} read as shared")
     ignored = sorted(
-        set(raw) & {"profile", "owner", "user", "source_turn_id", "status", "pinned", "created_at"}
+        set(raw)
+        & {
+            "profile",
+            "owner",
+            "user",
+            "source_turn_id",
+            "status",
+            "pinned",
+            "created_at",
+            "assistant",
+            "agent",
+        }
     )
     if ignored:
         notes.append(f"fact {n}: ignored {', '.join(ignored)} (rheo decides these)")
@@ -395,7 +412,9 @@ def read_fact(
         reason=_text(raw.get("reason")),
         due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n, tz),
     )
-    return Candidate(fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation)
+    return Candidate(
+        fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation, scope=scope
+    )
 
 
 def _relation(raw: dict[str, Any], notes: list[str], n: int) -> str | None:

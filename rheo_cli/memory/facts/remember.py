@@ -15,7 +15,12 @@ own ``rheo memory add`` — goes through `remember`, so the rules hold whoever w
   same-topic statement closes in words ("sent", "cancelled"...), is marked done: not a
   conflict, still listed with ``items list --all``;
 - a pinned fact is replaced only by a confident one (>= 0.8), whoever writes;
-- past the cap, the least-reinforced unpinned item is evicted (status, not deletion);
+- past the cap, the least-reinforced unpinned item is evicted (status, not deletion); the cap
+  counts per profile and assistant, shared facts being a bucket of their own;
+- a fact is shared (``assistant`` None) or specific to the assistant its source turn was with
+  (see `scope`); "same" and "changed" are decided within one scope: an assistant's fact on a
+  topic shadows the shared one for that assistant, never supersedes it, and one that merely
+  repeats a shared fact reinforces the shared one;
 - a fact the person retracted is not learned again from conversation;
 - every change is an event with its time and cause.
 """
@@ -36,6 +41,7 @@ from ..text.secrets import mask, mask_value
 from . import events
 from .equivalence import closes, content_key, equivalent, similar, topic_key
 from .items import CATEGORIES, MemoryItem, get_item, list_items, row_to_item
+from .scope import assistant_of_turn, check_assistant
 
 SOURCES = ("tool", "extractor", "digest", "manual", "import", "mcp", "request")
 """Who writes: ``request`` is rheo honouring the person's explicit "remember that ..."."""
@@ -154,6 +160,7 @@ def remember(
     profile: str | None = None,
     relation: Relation | None = None,
     target_id: int | None = None,
+    assistant: str | None = None,
 ) -> Outcome:
     """Write ``fact`` into memory and return what happened (see the module docstring).
 
@@ -162,6 +169,11 @@ def remember(
     ``target_id`` names a known item the writer relates the fact to, ``relation`` how (see
     `RELATIONS`); an id that is not an active item of the profile is ignored (with a note) and
     the fact is compared by topic, as is a fact without one. ``now`` (aware) dates the change.
+    ``assistant`` makes the fact specific to that assistant (None: shared); with a source
+    turn it must be the assistant that turn was with (else InvalidInput), so no writer can
+    file a fact under another assistant. A ``target_id`` in the other scope: a change of a
+    shared item by an assistant's fact takes its topic and shadows it; a repeat or a "done"
+    acts on the shared item; a shared fact naming the turn's assistant's own item follows it.
     Raises InvalidInput for a malformed fact or relation, NotFound for an unknown source turn.
     """
     if source not in SOURCES:
@@ -178,6 +190,13 @@ def remember(
             profile = owner
         if profile is None:
             raise InvalidInput("a memory needs a source turn or a profile")
+        own = assistant_of_turn(conn, source_turn_id) if source_turn_id is not None else None
+        if assistant is not None:
+            check_assistant(assistant)
+            if source_turn_id is not None and assistant != own:
+                raise InvalidInput(
+                    "an assistant's memory belongs to the assistant of its source turn"
+                )
         if source not in PERSON:
             # Whatever its topic now, a fact the person retracted is not learnt again.
             for row in conn.execute(
@@ -191,19 +210,24 @@ def remember(
         target = _active(conn, profile, target_id) if target_id is not None else None
         if target_id is not None and target is None:
             notes.append(f"#{target_id} is not an active memory here; compared by topic")
+        if target is not None and target.assistant != assistant:
+            fact = replace(fact, topic=target.topic)
+            if target.assistant is None and relation in ("same", "done"):
+                assistant = None  # a repeat or the end of a shared fact acts on it
+            elif target.assistant is not None and target.assistant == own:
+                assistant = own  # a change of this assistant's own fact stays its own
+            else:
+                if target.assistant is None:
+                    notes.append(f"shadows shared #{target.id} for {assistant}")
+                else:
+                    notes.append(f"#{target.id} belongs to another scope; compared by topic")
+                target = None
         if target is not None:
             fact = replace(fact, topic=target.topic)
             active = [target]
         else:
             relation = None
-            active = [
-                row_to_item(r)
-                for r in conn.execute(
-                    "SELECT * FROM memory_items WHERE profile = ? AND topic = ? "
-                    "AND status = 'active' ORDER BY id DESC",
-                    (profile, fact.topic),
-                )
-            ]
+            active = _on_topic(conn, profile, fact.topic, assistant)
         confidence = _confidence(fact, settings)
         guarded = [
             old
@@ -223,6 +247,20 @@ def remember(
                         )
                     item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
                     return Outcome("reinforced", item, note="; ".join(notes))
+            if assistant is not None and not active:
+                # An assistant's fact that only repeats the shared one: the shared one is
+                # reinforced rather than shadowed by a copy.
+                for old in _on_topic(conn, profile, fact.topic, None):
+                    if equivalent(old.label, old.properties, fact.label, fact.properties):
+                        if source_turn_id is not None and _mentioned_in(
+                            conn, old.id, source_turn_id
+                        ):
+                            return Outcome(
+                                "skipped", old, note=f"turn #{source_turn_id} already counted"
+                            )
+                        item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
+                        notes.append(f"the same as shared #{old.id}")
+                        return Outcome("reinforced", item, note="; ".join(notes))
         if relation == "same":
             notes.append(f"said to repeat #{active[0].id} but differs in meaning: a change")
         if guarded:
@@ -255,6 +293,7 @@ def remember(
             source,
             source_turn_id,
             settings,
+            assistant,
         )
         previous: MemoryItem | None = None
         conflict = False
@@ -270,7 +309,7 @@ def remember(
             _supersede(conn, old, item, ts, source_turn_id, flagged, old_conf)
             if previous is None:
                 previous, conflict = old, flagged
-        evicted = _enforce_cap(conn, profile, ts, settings, now, keep=item.id)
+        evicted = _enforce_cap(conn, profile, assistant, ts, settings, now, keep=item.id)
         item = get_item(conn, profile, item.id)
     return Outcome(
         "superseded" if previous else "created",
@@ -280,6 +319,20 @@ def remember(
         evicted=tuple(evicted),
         note="; ".join(notes),
     )
+
+
+def _on_topic(
+    conn: sqlite3.Connection, profile: str, topic: str, assistant: str | None
+) -> list[MemoryItem]:
+    """Active items of one scope (``assistant``; None: shared) on ``topic``, newest first."""
+    return [
+        row_to_item(r)
+        for r in conn.execute(
+            "SELECT * FROM memory_items WHERE profile = ? AND assistant IS ? AND topic = ? "
+            "AND status = 'active' ORDER BY id DESC",
+            (profile, assistant, topic),
+        )
+    ]
 
 
 def _confidence(fact: Fact, settings: Settings) -> float:
@@ -362,6 +415,7 @@ def _create(
     source: str,
     source_turn_id: int | None,
     settings: Settings,
+    assistant: str | None = None,
 ) -> MemoryItem:
     confidence = (
         1.0
@@ -371,8 +425,8 @@ def _create(
     cur = conn.execute(
         "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
         "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
-        "reinforced_at, status, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, "
-        "'active', ?)",
+        "reinforced_at, status, due_at, assistant) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, "
+        "?, 'active', ?, ?)",
         (
             profile,
             fact.category,
@@ -388,6 +442,7 @@ def _create(
             ts,
             ts,
             fact.due_at,
+            assistant,
         ),
     )
     assert cur.lastrowid is not None
@@ -509,17 +564,20 @@ def _supersede(
 def _enforce_cap(
     conn: sqlite3.Connection,
     profile: str,
+    assistant: str | None,
     ts: str,
     settings: Settings,
     now: datetime,
     *,
     keep: int | None = None,
 ) -> list[int]:
-    """Evict the least-reinforced unpinned facts beyond the cap (open items never count)."""
+    """Evict the least-reinforced unpinned facts beyond the cap (open items never count).
+    The cap counts per profile and assistant: shared facts (None) are one bucket, each
+    assistant's own another."""
     candidates = [
         i
-        for i in list_items(conn, profile, statuses=("active",))
-        if not i.pinned and i.category != "open_item"
+        for i in list_items(conn, profile, statuses=("active",), all_assistants=True)
+        if i.assistant == assistant and not i.pinned and i.category != "open_item"
     ]
     excess = len(candidates) - settings.cap
     if excess <= 0:
@@ -542,7 +600,8 @@ def _enforce_cap(
             ts=ts,
             kind="evicted",
             cause=(
-                f"memory cap of {settings.cap} reached; least reinforced "
+                f"memory cap of {settings.cap}{' for ' + assistant if assistant else ''} "
+                "reached; least reinforced "
                 f"({victim.reinforcements} mentions)"
             ),
         )

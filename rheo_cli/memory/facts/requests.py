@@ -26,6 +26,7 @@ from . import curation
 from .equivalence import content_words, similar, topic_key
 from .items import search_items
 from .remember import LABEL_MAX, Fact, remember
+from .scope import assistant_of_turn
 
 REQUEST_CONFIDENCE = 0.9
 """Confidence of a fact the person explicitly asked rheo to remember (pinned: 1.0)."""
@@ -248,7 +249,8 @@ def honour(
             notes.append(outcome.describe())
             continue
         retracted = []
-        for item, _ in search_items(conn, profile, request.content, limit=50):
+        seen_by = assistant_of_turn(conn, turn_id)  # what the assistant talked to sees
+        for item, _ in search_items(conn, profile, request.content, limit=50, assistant=seen_by):
             if _matches(request.content, item.label, item.properties):
                 try:
                     curation.forget(

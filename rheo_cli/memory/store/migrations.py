@@ -391,6 +391,19 @@ def m009_purge(conn: sqlite3.Connection) -> None:
     run_script(conn, script)
 
 
+def m010_assistant_scope(conn: sqlite3.Connection) -> None:
+    """Shared and assistant-specific memory (Solid# article): ``assistant`` is NULL for a fact
+    every assistant of the profile sees (about the person or company), else the name of the
+    one assistant whose work it is about. Existing items stay shared."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE memory_items ADD COLUMN assistant TEXT;
+        CREATE INDEX memory_items_assistant ON memory_items(profile, assistant, topic, status);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
@@ -401,6 +414,7 @@ MIGRATIONS: list[Migration] = [
     m007_knowledge_base,
     m008_source_keys,
     m009_purge,
+    m010_assistant_scope,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
