@@ -18,6 +18,12 @@ decay_days = 180                # days to reach the floor without reinforcement
 [extraction]
 model = "claude-haiku-5-5"      # the small model that extracts facts and writes digests
 
+[store]
+url = "postgresql://rheo@db.example/rheo"   # PostgreSQL instead of the local SQLite file
+                                            # (also RHEO_DATABASE_URL)
+redis_url = "redis://127.0.0.1:6379/0"      # hot cache of CURRENT MEMORY (also RHEO_REDIS_URL)
+redis_ttl_days = 30                         # how long a cached tenant's memory lives
+
 [telegram]                      # `rheo telegram` (token also RHEO_TELEGRAM_TOKEN)
 chats = { "123456789" = "default" }   # allowed chat ids, each answered with a profile
 """
@@ -52,6 +58,12 @@ class Config:
     telegram_token: str | None = None
     telegram_chats: tuple[tuple[int, str], ...] = ()
     """Allowed Telegram chat ids and the profile each one talks to."""
+    store_url: str | None = None
+    """A ``postgresql://`` URL: the store is that PostgreSQL database, not the SQLite file."""
+    redis_url: str | None = None
+    """A ``redis://`` URL: CURRENT MEMORY is read through a Redis hot cache."""
+    redis_ttl_s: float = 30 * 86400.0
+    """Lifetime (seconds) of a tenant's cached memory in Redis."""
 
 
 _KNOWN = {
@@ -64,12 +76,14 @@ _KNOWN = {
         "memory",
         "extraction",
         "telegram",
+        "store",
     },
     "context": {"budget"},
     "session": {"gap_hours"},
     "memory": {"cap", "floor", "decay_days"},
     "extraction": {"model", "fallback"},
     "telegram": {"token", "chats"},
+    "store": {"url", "redis_url", "redis_ttl_days"},
 }
 
 
@@ -158,7 +172,18 @@ def load(path: Path) -> Config:
                 f"{', '.join(FALLBACK_PROVIDERS)}"
             )
     tg = data.get("telegram", {})
+    st = data.get("store", {})
+    store_url = _string(st, "url", "[store] ")
+    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"{path}: [store] url must start with postgresql://")
+    redis_url = _string(st, "redis_url", "[store] ")
+    if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"{path}: [store] redis_url must start with redis:// or rediss://")
+    ttl_days = _number(st, "redis_ttl_days", "store", lo=0.001, hi=3650)
     return Config(
+        store_url=store_url,
+        redis_url=redis_url,
+        redis_ttl_s=ttl_days * 86400 if ttl_days is not None else 30 * 86400.0,
         telegram_token=_string(tg, "token", "[telegram] "),
         telegram_chats=_telegram_chats(tg, path),
         model=_string(data, "model", "") or DEFAULT_MODEL,

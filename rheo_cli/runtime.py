@@ -34,6 +34,10 @@ class Runtime:
     config: config_mod.Config
     clock: clock_mod.Clock
     model: str
+    store_url: str | None = None
+    """``RHEO_DATABASE_URL`` or ``[store] url``: PostgreSQL instead of the SQLite file."""
+    redis_url: str | None = None
+    """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
 
@@ -48,9 +52,19 @@ class Runtime:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The open store (opened, created and migrated on first use)."""
+        """The open store (opened, created and migrated on first use): the SQLite file, or
+        the PostgreSQL database of `store_url` bound to this runtime's profile as its tenant
+        (raises StoreError when it cannot be reached). With `redis_url`, memory writes
+        invalidate the Redis hot cache (installed here, once)."""
         if self._conn is None:
-            self._conn = db.open_store(self.paths.db)
+            if self.store_url:
+                self._conn = db.open_url(self.store_url, tenant=self.profile)
+            else:
+                self._conn = db.open_store(self.paths.db)
+            if self.redis_url:
+                from .cache import redis_hot
+
+                redis_hot.install(self.redis_url, ttl_s=self.config.redis_ttl_s)
         return self._conn
 
     def provider(self) -> Provider:
@@ -103,6 +117,16 @@ def build(
         raise ConfigError("the model name is empty")
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
+    store_url = env.get("RHEO_DATABASE_URL", "").strip() or cfg.store_url
+    if store_url and not store_url.startswith(("postgresql://", "postgres://")):
+        raise UsageError("RHEO_DATABASE_URL must be a postgresql:// URL")
+    redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
     return Runtime(
-        profile=name, paths=paths, config=cfg, clock=clock_mod.from_env(env), model=chosen
+        profile=name,
+        paths=paths,
+        config=cfg,
+        clock=clock_mod.from_env(env),
+        model=chosen,
+        store_url=store_url or None,
+        redis_url=redis_url or None,
     )

@@ -22,12 +22,8 @@ from rheo_cli.memory.text.render import entry
 T0 = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
 S = Settings()
 
-
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "r.db")
-    yield c
-    c.close()
+TENANT = "p"
+"""The profile these tests write (the PostgreSQL connection's tenant)."""
 
 
 def turn(conn, content="x", when=T0):
