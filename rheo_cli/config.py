@@ -1,6 +1,8 @@
 """``config.toml`` (beside the database), read with tomllib, checked, with defaults.
 
-model = "claude-sonnet-5-5"     # chat model (also -m/--model, RHEO_MODEL)
+provider = "anthropic"          # anthropic | claude-code | openai | ollama (else chosen
+                                # automatically; also --provider, RHEO_PROVIDER)
+model = "claude-sonnet-5-5"     # chat model, plain or "provider:model" (also -m, RHEO_MODEL)
 max_tokens = 4096               # longest reply, in tokens
 timeout = 120                   # seconds without progress before a model call fails
 
@@ -17,12 +19,27 @@ decay_days = 180                # days to reach the floor without reinforcement
 
 [extraction]
 model = "claude-haiku-5-5"      # the small model that extracts facts and writes digests
+fallback = ["openai:gpt-5-nano"]  # tried in order when it fails ("provider:model")
+
+[openai]                        # OpenAI or any OpenAI-compatible server (llama.cpp, vLLM)
+base_url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_API_KEY"  # the variable holding the key; "" for servers without keys
+model = "gpt-5-mini"
+extraction_model = "gpt-5-nano"
+
+[ollama]                        # the same keys; defaults: http://localhost:11434/v1, no key
+model = "llama3.2"
+
+[claude_code]                   # Claude Code headless (claude -p)
+command = "claude"
+model = "sonnet"                # else Claude Code's default
+mcp_config = "/path/servers.json"  # passed as --mcp-config
 
 [store]
 url = "postgresql://rheo@db.example/rheo"   # PostgreSQL instead of the local SQLite file
                                             # (also RHEO_DATABASE_URL)
 redis_url = "redis://127.0.0.1:6379/0"      # hot cache of CURRENT MEMORY (also RHEO_REDIS_URL)
-redis_ttl_days = 30                         # how long a cached tenant's memory lives
+redis_ttl_days = 30                         # how long a tenant's cached memory lives
 
 [telegram]                      # `rheo telegram` (token also RHEO_TELEGRAM_TOKEN)
 chats = { "123456789" = "default" }   # allowed chat ids, each answered with a profile
@@ -38,22 +55,22 @@ from typing import Any
 
 from .errors import ConfigError
 from .memory.store.settings import Settings
-
-DEFAULT_MODEL = "claude-sonnet-5-5"
-DEFAULT_EXTRACT_MODEL = "claude-haiku-5-5"
-FALLBACK_PROVIDERS = ("anthropic",)
-"""Providers an extraction fallback may name (more come with more providers)."""
+from .providers.settings import (
+    KINDS,
+    OLLAMA_URL,
+    OPENAI_URL,
+    ClaudeCodeSettings,
+    Endpoint,
+    ProviderSettings,
+)
 
 
 @dataclass(frozen=True)
 class Config:
     """Everything ``config.toml`` can set; ``engine`` holds the memory engine's settings."""
 
-    model: str = DEFAULT_MODEL
     max_tokens: int = 4096
     timeout_s: float = 120.0
-    extract_model: str = DEFAULT_EXTRACT_MODEL
-    extract_fallback: tuple[str, ...] = ()
     engine: Settings = Settings()
     telegram_token: str | None = None
     telegram_chats: tuple[tuple[int, str], ...] = ()
@@ -64,10 +81,12 @@ class Config:
     """A ``redis://`` URL: CURRENT MEMORY is read through a Redis hot cache."""
     redis_ttl_s: float = 30 * 86400.0
     """Lifetime (seconds) of a tenant's cached memory in Redis."""
+    providers: ProviderSettings = ProviderSettings()
 
 
 _KNOWN = {
     "": {
+        "provider",
         "model",
         "max_tokens",
         "timeout",
@@ -76,6 +95,9 @@ _KNOWN = {
         "memory",
         "extraction",
         "telegram",
+        "openai",
+        "ollama",
+        "claude_code",
         "store",
     },
     "context": {"budget"},
@@ -83,6 +105,9 @@ _KNOWN = {
     "memory": {"cap", "floor", "decay_days"},
     "extraction": {"model", "fallback"},
     "telegram": {"token", "chats"},
+    "openai": {"base_url", "api_key_env", "model", "extraction_model"},
+    "ollama": {"base_url", "api_key_env", "model", "extraction_model"},
+    "claude_code": {"command", "model", "extraction_model", "mcp_config"},
     "store": {"url", "redis_url", "redis_ttl_days"},
 }
 
@@ -159,18 +184,6 @@ def load(path: Path) -> Config:
     )
     max_tokens = _number(data, "max_tokens", "", lo=1, hi=1_000_000, whole=True)
     timeout = _number(data, "timeout", "", lo=1, hi=3600)
-    fallback = ext.get("fallback", [])
-    if isinstance(fallback, str):
-        fallback = [fallback]
-    if not isinstance(fallback, list) or not all(isinstance(f, str) for f in fallback):
-        raise ConfigError('[extraction] fallback must be a list of "provider:model" strings')
-    for spec in fallback:
-        kind, _, name = spec.partition(":")
-        if kind not in FALLBACK_PROVIDERS or not name.strip():
-            raise ConfigError(
-                f'[extraction] fallback {spec!r}: use "provider:model" with provider one of '
-                f"{', '.join(FALLBACK_PROVIDERS)}"
-            )
     tg = data.get("telegram", {})
     st = data.get("store", {})
     store_url = _string(st, "url", "[store] ")
@@ -186,12 +199,60 @@ def load(path: Path) -> Config:
         redis_ttl_s=ttl_days * 86400 if ttl_days is not None else 30 * 86400.0,
         telegram_token=_string(tg, "token", "[telegram] "),
         telegram_chats=_telegram_chats(tg, path),
-        model=_string(data, "model", "") or DEFAULT_MODEL,
         max_tokens=int(max_tokens) if max_tokens is not None else 4096,
         timeout_s=timeout if timeout is not None else 120.0,
-        extract_model=_string(ext, "model", "[extraction] ") or DEFAULT_EXTRACT_MODEL,
-        extract_fallback=tuple(fallback),
         engine=engine,
+        providers=_providers(data, ext),
+    )
+
+
+def _endpoint(table: dict[str, Any], where: str, base: Endpoint) -> Endpoint:
+    url = _string(table, "base_url", f"[{where}] ") or base.base_url
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"[{where}] base_url must start with http:// or https://, not {url!r}")
+    key_env = table.get("api_key_env", base.api_key_env)
+    if not isinstance(key_env, str) or (key_env and not key_env.replace("_", "").isalnum()):
+        raise ConfigError(
+            f'[{where}] api_key_env must name an environment variable (or be ""), not {key_env!r}'
+        )
+    return Endpoint(
+        base_url=url,
+        api_key_env=key_env,
+        model=_string(table, "model", f"[{where}] "),
+        extraction_model=_string(table, "extraction_model", f"[{where}] "),
+    )
+
+
+def _providers(data: dict[str, Any], ext: dict[str, Any]) -> ProviderSettings:
+    provider = _string(data, "provider", "")
+    if provider is not None and provider.lower().replace("_", "-") not in KINDS:
+        raise ConfigError(f"provider {provider!r}: use one of {', '.join(KINDS)}")
+    fallback = ext.get("fallback", [])
+    if isinstance(fallback, str):
+        fallback = [fallback]
+    if not isinstance(fallback, list) or not all(isinstance(f, str) for f in fallback):
+        raise ConfigError('[extraction] fallback must be a list of "provider:model" strings')
+    for spec in fallback:
+        kind = spec.partition(":")[0].strip().lower()
+        if kind not in KINDS:
+            raise ConfigError(
+                f'[extraction] fallback {spec!r}: use "provider:model" with provider one of '
+                f"{', '.join(KINDS)}"
+            )
+    cc = data.get("claude_code", {})
+    return ProviderSettings(
+        provider=provider.lower().replace("_", "-") if provider else None,
+        model=_string(data, "model", ""),
+        extraction_model=_string(ext, "model", "[extraction] "),
+        fallback=tuple(fallback),
+        openai=_endpoint(data.get("openai", {}), "openai", Endpoint(OPENAI_URL, "OPENAI_API_KEY")),
+        ollama=_endpoint(data.get("ollama", {}), "ollama", Endpoint(OLLAMA_URL, "")),
+        claude_code=ClaudeCodeSettings(
+            command=_string(cc, "command", "[claude_code] ") or "claude",
+            model=_string(cc, "model", "[claude_code] "),
+            extraction_model=_string(cc, "extraction_model", "[claude_code] "),
+            mcp_config=_string(cc, "mcp_config", "[claude_code] "),
+        ),
     )
 
 

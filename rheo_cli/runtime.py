@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING
 
 from . import clock as clock_mod
 from . import config as config_mod
-from .errors import ConfigError, UsageError
+from .errors import ConfigError, NoProviderConfigured, UsageError
 from .memory.store import db
 from .memory.store.errors import InvalidInput
 from .memory.store.profiles import DEFAULT_PROFILE, check_profile
 from .memory.store.settings import Settings
 from .paths import Paths, resolve
+from .providers import factory
 
 if TYPE_CHECKING:
     from .providers.base import Provider
@@ -27,13 +28,17 @@ if TYPE_CHECKING:
 
 @dataclass
 class Runtime:
-    """What a command works with. ``model`` is resolved: ``-m`` > ``RHEO_MODEL`` > config."""
+    """What a command works with. ``choice`` is the chat provider and model (see
+    `providers.factory`), None when nothing is configured (``choice_error`` says why);
+    ``model`` is the chat model's name."""
 
     profile: str
     paths: Paths
     config: config_mod.Config
     clock: clock_mod.Clock
     model: str
+    choice: factory.Choice | None = None
+    choice_error: factory.SelectionError | None = field(default=None, repr=False)
     store_url: str | None = None
     """``RHEO_DATABASE_URL`` or ``[store] url``: PostgreSQL instead of the SQLite file."""
     redis_url: str | None = None
@@ -68,12 +73,30 @@ class Runtime:
         return self._conn
 
     def provider(self) -> Provider:
-        """The chat provider (created on first use; its SDK is imported only then)."""
-        if self._provider is None:
-            from .providers.anthropic_api import AnthropicProvider
+        """The chat provider (created on first use; its SDK is imported on its first call).
 
-            self._provider = AnthropicProvider(timeout_s=self.config.timeout_s)
+        Raises NoProviderConfigured (exit 2, with guidance) when none is configured or found,
+        before anything is stored."""
+        if self._provider is None:
+            if self.choice is None:
+                error = self.choice_error or factory.NoProvider()
+                raise NoProviderConfigured(str(error), getattr(error, "detail", ""))
+            self._provider = self.build_provider(self.choice)
         return self._provider
+
+    def build_provider(self, choice: factory.Choice) -> Provider:
+        """A new provider for ``choice`` with this runtime's settings (the caller closes it)."""
+        return factory.build(
+            choice,
+            self.config.providers,
+            timeout_s=self.config.timeout_s,
+            workdir=self.paths.home / "claude-code",
+        )
+
+    def preload(self) -> None:
+        """Start importing the chat provider's SDK on a thread (nothing when none is set)."""
+        if self.choice is not None:
+            factory.preload(self.choice.kind)
 
     def set_provider(self, provider: Provider) -> None:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
@@ -93,11 +116,14 @@ def build(
     *,
     profile: str | None = None,
     model: str | None = None,
+    provider: str | None = None,
     environ: dict[str, str] | None = None,
 ) -> Runtime:
-    """Resolve everything from options and the environment.
+    """Resolve everything from options and the environment (``provider``: ``--provider``).
 
-    Raises UsageError for a bad profile name, ConfigError for a bad config file or RHEO_NOW.
+    Raises UsageError for a bad profile name or contradicting options, ConfigError for a bad
+    config file, RHEO_NOW or RHEO_PROVIDER. No provider configured is not an error here:
+    `Runtime.provider` reports it, so commands that need no model still work.
     """
     env = dict(os.environ) if environ is None else environ
     if profile is not None:
@@ -112,8 +138,25 @@ def build(
     cfg = config_mod.load(paths.config)
     if model is not None and not model.strip():
         raise UsageError("--model needs a model name")
-    chosen = (model or env.get("RHEO_MODEL", "").strip() or cfg.model).strip()
-    if not chosen:
+    if provider is not None and not provider.strip():
+        raise UsageError("--provider needs a provider name")
+    choice: factory.Choice | None = None
+    error: factory.SelectionError | None = None
+    try:
+        choice = factory.choose_chat(
+            cfg.providers, flag_provider=provider, flag_model=model, environ=env
+        )
+    except factory.NoProvider as exc:
+        error = exc
+    except factory.SelectionError as exc:
+        raise (UsageError(str(exc)) if exc.usage else ConfigError(str(exc))) from None
+    chosen = (
+        choice.model
+        if choice
+        else factory.parse_spec(model or env.get("RHEO_MODEL", "") or cfg.providers.model or "")[1]
+        or factory.DEFAULT_CHAT_MODEL["anthropic"]
+    )
+    if not chosen.strip():
         raise ConfigError("the model name is empty")
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
@@ -127,6 +170,8 @@ def build(
         config=cfg,
         clock=clock_mod.from_env(env),
         model=chosen,
+        choice=choice,
+        choice_error=error,
         store_url=store_url or None,
         redis_url=redis_url or None,
     )

@@ -32,6 +32,11 @@ _CLEARED = (
     "ANTHROPIC_BASE_URL",
     "NO_COLOR",
     "ANTHROPIC_PROFILE",
+    "RHEO_PROVIDER",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "RHEO_DATABASE_URL",
+    "RHEO_REDIS_URL",
 )
 
 
@@ -44,6 +49,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RHEO_HOME", str(folder))
     monkeypatch.setenv("RHEO_WORKER", "off")
     monkeypatch.setenv("HOME", str(tmp_path))
+    # A real `claude` on the machine must not be picked (and run) by automatic selection.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(d for d in path if not d or not os.path.exists(os.path.join(d, "claude"))),
+    )
     return folder
 
 

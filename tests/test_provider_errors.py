@@ -105,7 +105,7 @@ def test_connection_refused(rheo, monkeypatch, home):
 
 
 def test_no_key_is_a_clear_error_and_the_question_is_kept(rheo, home):
-    result = rheo("ask", "q")
+    result = rheo("ask", "--provider", "anthropic", "q")
     assert_one_line_failure(result, "ANTHROPIC_API_KEY is not set")
     assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
 

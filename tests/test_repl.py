@@ -144,7 +144,8 @@ def test_rendered_markdown_output(pipe, api, home):
     assert "# Title" not in shown  # rendered, not raw markdown
 
 
-def test_missing_key_is_reported_and_the_message_kept(pipe, home):
+def test_missing_key_is_reported_and_the_message_kept(pipe, home, monkeypatch):
+    monkeypatch.setenv("RHEO_PROVIDER", "anthropic")  # chosen, but no key
     out = repl(pipe, "hello\r" + CTRL_D)
     assert "ANTHROPIC_API_KEY is not set" in out
     assert db_rows(home, "SELECT content FROM turns WHERE role = 'user'")[0][0] == "hello"

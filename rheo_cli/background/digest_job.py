@@ -14,7 +14,7 @@ from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..runtime import Runtime
-from . import extractors, facts
+from . import extractors, facts, schemas
 
 TURN_TOKENS = 600
 """Each turn is clipped to about this many tokens in the transcript sent for a digest."""
@@ -69,6 +69,7 @@ def run(rt: Runtime, job: Job) -> list[str]:
         system=prompts.load("digest"),
         user="\n".join(lines),
         max_tokens=2000,
+        tool=schemas.RECORD_DIGEST,
     )
     notes = [f"fallback used after: {e}" for e in errors]
     person_text = " ".join(t.content[:500] for t in turns if t.role == "user")[:4000]

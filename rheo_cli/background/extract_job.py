@@ -15,7 +15,7 @@ from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..runtime import Runtime
-from . import extractors, facts
+from . import extractors, facts, schemas
 
 KNOWN_LIMIT = 40
 """At most this many known facts are shown to the extractor (matching ones first)."""
@@ -69,7 +69,10 @@ def run(rt: Runtime, job: Job) -> list[str]:
     when = from_stored(reply.ts).astimezone(rt.now().tzinfo)
     user_text, known = build_prompt(rt, person, reply, when)
     text, model, errors = extractors.complete(
-        extractors.chain_for(rt), system=prompts.load("extract"), user=user_text
+        extractors.chain_for(rt),
+        system=prompts.load("extract"),
+        user=user_text,
+        tool=schemas.RECORD_FACTS,
     )
     notes = [f"fallback used after: {e}" for e in errors]
     parsed = parse_facts(text, known_ids=known, person_text=person.content, tz=when.tzinfo)

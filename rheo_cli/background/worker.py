@@ -204,9 +204,13 @@ def spawn(rt: Runtime) -> None:
         log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     finally:
         os.umask(old)
+    env = dict(os.environ)
+    if rt.choice is not None:  # the worker extracts with the provider this command chose
+        env["RHEO_PROVIDER"] = rt.choice.kind
     with log:
         subprocess.Popen(
             [sys.executable, "-m", "rheo_cli.background", "--worker"],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,

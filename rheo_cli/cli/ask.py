@@ -11,7 +11,7 @@ from ..errors import ExitStatus
 from ..ui import signals
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import Json, Model, New, Profile
+from .options import Json, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
 
 
@@ -24,14 +24,14 @@ def ask(
     new: New = False,
     model: Model = None,
     profile: Profile = None,
+    provider: ProviderOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
     """
-    from ..providers import anthropic_api
-
-    anthropic_api.preload()
+    rt = runtime_for(profile, model, provider)
+    rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
     signals.install()
     from ..background.worker import kick_background
     from ..turn.assistant import TurnFailed, TurnInterrupted, outcome_json
@@ -39,15 +39,13 @@ def ask(
     from ..ui.output import print_json
 
     message = compose(text, read_stdin())
-    rt = runtime_for(profile, model)
+    backend = rt.provider()  # none configured: guidance, exit 2, nothing stored
     assistant = make_assistant(rt)
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from ..ui.stream import ReplyWriter
 
     writer = ReplyWriter(rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty())
-    provider = rt.provider()
-    if hasattr(provider, "on_retry"):
-        provider.on_retry = lambda line: say_error(f"note: {line}")
+    backend.on_retry = lambda line: say_error(f"note: {line}")
 
     def notes(ctx: object) -> None:
         for note in getattr(ctx, "notes", []):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from .errors import command
-from .options import Model, New, Profile
+from .options import Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
 
 
 @command
-def chat(new: New = False, model: Model = None, profile: Profile = None) -> None:
+def chat(
+    new: New = False, model: Model = None, profile: Profile = None, provider: ProviderOpt = None
+) -> None:
     """Chat in the terminal. Esc+Enter for a new line, Ctrl-C stops a reply, Ctrl-D exits."""
     import sys
 
@@ -16,15 +18,14 @@ def chat(new: New = False, model: Model = None, profile: Profile = None) -> None
 
     if not sys.stdin.isatty():
         raise UsageError("the REPL needs a terminal; pipe questions to 'rheo ask' instead")
-    from ..providers import anthropic_api
-
-    anthropic_api.preload()
     from ..repl.app import run_repl
     from ..ui import signals
 
     signals.install()
 
-    rt = runtime_for(profile, model)
+    rt = runtime_for(profile, model, provider)
+    rt.provider()  # none configured: guidance, exit 2, before the REPL stores anything
+    rt.preload()
     try:
         run_repl(rt, new_session=new or GLOBAL.new)
     finally:

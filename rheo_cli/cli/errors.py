@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import sqlite3
@@ -68,6 +69,10 @@ def reported() -> Iterator[None]:
         yield
     except (RheoError, EngineError, ProviderError) as exc:
         say_error(str(exc))
+        detail = getattr(exc, "detail", None)
+        if isinstance(detail, str) and detail:  # guidance over several lines, e.g. no provider
+            with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+                sys.stderr.write(detail)
         raise typer.Exit(exit_status_for(exc)) from None
     except sqlite3.Error as exc:
         say_error(database_message(exc))

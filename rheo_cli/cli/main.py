@@ -24,11 +24,12 @@ from . import (
     mcp_cmd,
     memory_cmd,
     paths_cmd,
+    providers_cmd,
     sessions_cmd,
     telegram_cmd,
 )
 from .errors import say_error
-from .options import Model, New, Profile
+from .options import Model, New, Profile, ProviderOpt
 from .state import GLOBAL
 
 app = typer.Typer(
@@ -43,24 +44,32 @@ app = typer.Typer(
 
 @app.callback(invoke_without_command=True)
 def root(
-    ctx: typer.Context, profile: Profile = None, model: Model = None, new: New = False
+    ctx: typer.Context,
+    profile: Profile = None,
+    model: Model = None,
+    provider: ProviderOpt = None,
+    new: New = False,
 ) -> None:
     """rheo: chat with Claude; everything is kept in a local SQLite file and remembered."""
     GLOBAL.profile = profile
     GLOBAL.model = model
+    GLOBAL.provider = provider
     GLOBAL.new = new
     if ctx.invoked_subcommand is None:
         if sys.stdin is not None and not sys.stdin.isatty():
             # `echo "question" | rheo` asks, as `rheo ask` would.
-            ask_cmd.ask(text=None, json_out=False, new=new, model=model, profile=profile)
+            ask_cmd.ask(
+                text=None, json_out=False, new=new, model=model, profile=profile, provider=provider
+            )
             return
-        chat_cmd.chat(new=new, model=model, profile=profile)
+        chat_cmd.chat(new=new, model=model, profile=profile, provider=provider)
 
 
 app.command()(ask_cmd.ask)
 app.command()(chat_cmd.chat)
 app.command()(context_cmd.context)
 app.command()(paths_cmd.paths)
+app.command()(providers_cmd.providers)
 app.add_typer(history.app, name="history")
 app.add_typer(sessions_cmd.app, name="sessions")
 app.add_typer(memory_cmd.app, name="memory")

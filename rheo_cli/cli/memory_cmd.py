@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UsageError
+from ..errors import RheoError, UsageError
 from ..ui.items import item_line
 from ..ui.output import local, preview, print_json, safe
 from .errors import command
@@ -160,7 +160,11 @@ def add(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Add a memory by hand (or reinforce the same fact, or replace one on the topic)."""
+    """Add a memory by hand (or reinforce the same fact, or replace one on the topic).
+
+    Only the same fact, word for word up to case, punctuation, articles and plurals,
+    reinforces; anything else on the topic supersedes (the old one is kept). A pinned fact is
+    replaced only by a confident one (--confidence 0.8 or more, the default)."""
     from ..memory.facts.remember import Fact, remember
     from ..memory.store.errors import InvalidInput
     from ..memory.store.timeutil import parse_instant, to_stored
@@ -193,8 +197,10 @@ def add(
         settings=rt.settings,
         profile=rt.profile,
     )
+    if outcome.item is None:
+        # Refused (a pinned fact kept over a less confident one): say so, exit 1.
+        raise RheoError(outcome.describe())
     if json_out:
-        assert outcome.item is not None
         print_json(
             {
                 "action": outcome.action,

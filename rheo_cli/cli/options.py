@@ -14,7 +14,18 @@ New = Annotated[bool, typer.Option("--new", help="Start a new session now.")]
 Model = Annotated[
     str | None,
     typer.Option(
-        "--model", "-m", metavar="MODEL", help="Model to chat with (else RHEO_MODEL, config)."
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Model to chat with, e.g. openai:gpt-5-mini (else RHEO_MODEL, config).",
+    ),
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        metavar="NAME",
+        help="anthropic, claude-code, openai or ollama (else RHEO_PROVIDER, config, automatic).",
     ),
 ]
 Profile = Annotated[

@@ -9,10 +9,9 @@ assemble the context meanwhile. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,7 +24,7 @@ from .base import (
     ToolCall,
     Usage,
 )
-from .redact import redact
+from .retry import next_wait, one_line, retry_after, wait
 
 _preload_thread: threading.Thread | None = None
 
@@ -53,20 +52,7 @@ def has_credentials(environ: dict[str, str] | None = None) -> bool:
     )
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(redact(str(text)).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-RETRY_AFTER_MAX_S = 30.0
-"""A retry-after longer than this (seconds) is not waited for: the error is reported."""
-
-
-def _backoff(attempt: int, error: ProviderError) -> float | None:
-    """Seconds to wait before retrying after ``error`` (None: don't retry)."""
-    if error.retry_after_s is not None:
-        return error.retry_after_s if error.retry_after_s <= RETRY_AFTER_MAX_S else None
-    return 0.5 * (2**attempt) + random.uniform(0, 0.25)
+_one_line = one_line
 
 
 class AnthropicProvider:
@@ -88,16 +74,10 @@ class AnthropicProvider:
         """Told, in one line, when rheo waits before retrying (e.g. a rate limit)."""
 
     def _wait(self, seconds: float, error: ProviderError) -> None:
-        if self.on_retry is not None and seconds >= 2:
-            self.on_retry(f"{error}; retrying in {seconds:.0f} s")
-        time.sleep(seconds)
+        wait(seconds, error, self.on_retry)
 
     def _should_retry(self, error: ProviderError, attempt: int) -> float | None:
-        if attempt >= self.max_retries or not error.retryable:
-            return None
-        if error.kind in ("timeout", "stream_broken"):
-            return None
-        return _backoff(attempt, error)
+        return next_wait(error, attempt, self.max_retries)
 
     def _sdk_client(self) -> Any:
         if self._client is not None:
@@ -154,6 +134,8 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in request.tools
             ]
+        if request.tool_choice is not None:
+            params["tool_choice"] = {"type": "tool", "name": request.tool_choice}
         return params
 
     def stream(self, request: ChatRequest) -> Iterator[Event]:
@@ -190,7 +172,8 @@ class AnthropicProvider:
             return
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """One non-streamed call; returns the concatenated text blocks, usage and model."""
+        """One non-streamed call; returns the concatenated text blocks, usage and model (with
+        ``request.tool_choice``: the forced tool call's input as JSON text, when present)."""
         client = self._sdk_client()
         attempt = 0
         while True:
@@ -205,6 +188,15 @@ class AnthropicProvider:
                 self._wait(wait, error)
                 attempt += 1
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+        for block in message.content:
+            if (
+                request.tool_choice is not None
+                and getattr(block, "type", "") == "tool_use"
+                and block.name == request.tool_choice
+                and isinstance(block.input, dict)
+            ):
+                text = json.dumps(block.input, ensure_ascii=False)
+                break
         return text, _usage(message.usage), str(message.model)
 
     def _translate(self, exc: Exception, *, started: bool) -> ProviderError:
@@ -239,27 +231,9 @@ class AnthropicProvider:
         return ProviderError("other", f"the model call failed ({type(exc).__name__}): {detail}")
 
 
-def _retry_after(exc: Any) -> float | None:
-    """Seconds the API asked to wait (``retry-after-ms`` or ``retry-after``), if it did."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            value = float(raw) * scale
-        except (TypeError, ValueError):
-            continue
-        if value >= 0:
-            return value
-    return None
-
-
 def _status_error(exc: Any) -> ProviderError:
     error = _classify_status(exc)
-    error.retry_after_s = _retry_after(exc)
+    error.retry_after_s = retry_after(getattr(getattr(exc, "response", None), "headers", None))
     return error
 
 

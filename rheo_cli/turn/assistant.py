@@ -52,12 +52,7 @@ class TurnResult:
             "reply": self.reply,
             "session_id": self.user_turn.session_id,
             "turn_ids": [self.user_turn.id, self.assistant_turn.id],
-            "usage": {
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens,
-                "cache_read_tokens": self.usage.cache_read_tokens,
-                "cache_write_tokens": self.usage.cache_write_tokens,
-            },
+            "usage": self.usage.counts(),
             "model": self.model,
             "status": self.assistant_turn.status,
             "error": None,
@@ -157,7 +152,9 @@ class Assistant:
         after_reply: Callable[[ledger.Turn, ledger.Turn], None] | None = None,
         # after_reply runs for complete and interrupted replies (not failed ones).
         on_session_closed: Callable[[int], None] | None = None,
+        on_message: Callable[[ledger.Turn], None] | None = None,  # the stored person's turn
     ) -> None:
+        self.on_message = on_message
         self.rt = rt
         self.tools = tools or []
         self.run_tool = run_tool
@@ -181,6 +178,8 @@ class Assistant:
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
+        if self.on_message is not None:
+            self.on_message(appended.turn)
         return appended
 
     def context_for(self, user_turn: ledger.Turn) -> Context:
@@ -332,6 +331,8 @@ class Assistant:
             meta["tool_calls"] = calls
         if error:
             meta["error"] = error
+        if usage.cost_usd is not None:  # reported by Claude Code
+            meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
         # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
         return ledger.append_turn(
@@ -344,12 +345,7 @@ class Assistant:
             session_id=user_turn.session_id,
             model=model,
             status=status,
-            usage=ledger.Usage(
-                usage.input_tokens,
-                usage.output_tokens,
-                usage.cache_read_tokens,
-                usage.cache_write_tokens,
-            ),
+            usage=ledger.Usage(**usage.counts()),
             meta=meta,
         ).turn
 

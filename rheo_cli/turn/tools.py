@@ -14,7 +14,7 @@ from typing import Any
 from ..memory.facts import items as item_store
 from ..memory.facts.items import CATEGORIES
 from ..memory.facts.parsing import read_fact
-from ..memory.facts.pins import own_words, wants_pin
+from ..memory.facts.pins import own_words, pin_requested
 from ..memory.facts.remember import remember, writes_from_turn
 from ..memory.ledger import turns as ledger
 from ..memory.text.render import entry
@@ -90,7 +90,7 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     candidate = read_fact(data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content)
     if candidate is None:
         return "not stored: " + "; ".join(notes)
-    fact = replace(candidate.fact, pinned=wants_pin(own_words(turn.content)))
+    fact = replace(candidate.fact, pinned=pin_requested(own_words(turn.content), candidate.fact))
     outcome = remember(
         rt.conn,
         fact,

@@ -19,6 +19,25 @@ def tool_specs() -> list[Any]:
     return list(SPECS)
 
 
+def honour_requests(rt: Runtime, turn: ledger.Turn) -> list[str]:
+    """Act on "remember that ..." / "forget that ..." in the person's stored ``turn`` before
+    the model is called (see `memory.facts.requests`); returns what was done. Never raises:
+    memory must not break the chat."""
+    from ..memory.facts import requests
+
+    try:
+        return requests.honour(
+            rt.conn,
+            profile=turn.profile,
+            turn_id=turn.id,
+            text=turn.content,
+            now=rt.now(),
+            settings=rt.settings,
+        )
+    except Exception as exc:  # noqa: BLE001 - the turn goes on without it
+        return [f"could not honour a memory request: {exc}"]
+
+
 def make_assistant(rt: Runtime) -> Assistant:
     """An Assistant for ``rt``: memory tools, an extraction job after each reply and a digest
     job when a session closes (run by the background worker, see `background.worker.kick`)."""
@@ -38,8 +57,12 @@ def make_assistant(rt: Runtime) -> Assistant:
             ts=to_stored(rt.now()),
         )
 
+    def on_message(turn: ledger.Turn) -> None:
+        honour_requests(rt, turn)
+
     return Assistant(
         rt,
+        on_message=on_message,
         tools=tool_specs(),
         run_tool=lambda call, turn: run_tool(rt, call, turn),
         after_reply=after_reply,
