@@ -107,6 +107,10 @@ class Runtime:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+            if self.redis_url:
+                from .cache import redis_hot
+
+                redis_hot.uninstall()
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()

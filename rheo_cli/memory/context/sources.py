@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, tzinfo
 
+from ..facts import hotcache
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
 from ..ledger import turns as ledger
@@ -47,7 +48,7 @@ def collect(
     budget: int,
 ) -> dict[str, list[Line]]:
     """Candidate lines for every section, keyed by section name (see `context.ORDER`)."""
-    active = item_store.list_items(conn, profile, statuses=("active",))
+    active = hotcache.active_items(conn, profile)
     query = analyse(message, now)
     out = {
         OPEN_ITEMS: open_item_lines(active, now, tz, budget),
