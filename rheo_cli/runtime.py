@@ -91,6 +91,20 @@ class Runtime:
             self.config.providers,
             timeout_s=self.config.timeout_s,
             workdir=self.paths.home / "claude-code",
+            memory_server=self.memory_server(),
+        )
+
+    def memory_server(self) -> factory.MemoryServer | None:
+        """How Claude Code starts rheo's MCP server for this profile (``rheo mcp``), or None
+        when the ``mcp`` SDK is not installed (Claude Code then chats without memory tools)."""
+        import importlib.util
+        import sys
+
+        if importlib.util.find_spec("mcp") is None:
+            return None
+        return factory.MemoryServer(
+            argv=(sys.executable, "-m", "rheo_cli", "mcp", "--profile", self.profile),
+            env=(("RHEO_HOME", str(self.paths.home)),),
         )
 
     def preload(self) -> None:

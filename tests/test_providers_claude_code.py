@@ -67,7 +67,9 @@ def test_auto_picks_claude_on_path_streams_and_records_usage_and_cost(rheo, clau
         "--include-partial-messages",
     ]
     assert argv[argv.index("--tools") + 1] == ""  # every built-in tool off
-    assert "--strict-mcp-config" in argv and "--mcp-config" not in argv
+    # the person's own MCP servers stay out; only rheo's memory server is offered
+    assert "--strict-mcp-config" in argv
+    assert Path(argv[argv.index("--mcp-config") + 1]).name == "rheo-mcp.json"
     assert "--model" not in argv  # Claude Code's own default
     system = argv[argv.index("--system-prompt") + 1]
     assert "Current date and time" in system
@@ -76,7 +78,8 @@ def test_auto_picks_claude_on_path_streams_and_records_usage_and_cost(rheo, clau
     work = Path(run["cwd"])
     assert work == home / "claude-code"
     assert stat.S_IMODE(work.stat().st_mode) == 0o700
-    assert list(work.iterdir()) == []
+    # nothing of the person's there: only the configuration naming rheo's memory server
+    assert [f.name for f in work.iterdir()] == ["rheo-mcp.json"]
 
 
 def test_model_and_mcp_config_are_passed(rheo, claude, home):
@@ -135,3 +138,42 @@ def test_extraction_runs_on_claude_code_with_haiku(rheo, claude, home):
     assert argv[argv.index("--system-prompt") + 1].startswith("You extract durable facts")
     listed = json.loads(rheo("memory", "list", "--json").stdout)
     assert listed[0]["content"]["label"] == "Has a cat named Miso"
+
+
+def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
+    """Without a config of the person's own, Claude Code gets rheo's MCP server for this
+    profile, its memory tools pre-approved; the configured command really serves them."""
+    import anyio
+    import netguard
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    assert rheo("ask", "--provider", "claude-code", "--profile", "work", "q").exit_code == 0
+    argv = runs(claude)[0]["argv"]
+    config_path = Path(argv[argv.index("--mcp-config") + 1])
+    assert config_path.parent == home / "claude-code"
+    assert config_path.stat().st_mode & 0o777 == 0o600
+    allowed = argv[argv.index("--allowedTools") + 1].split(",")
+    assert "mcp__rheo__write_memory" in allowed
+    server = json.loads(config_path.read_text())["mcpServers"]["rheo"]
+    assert server["args"][-4:] == ["rheo_cli", "mcp", "--profile", "work"]
+    assert server["env"]["RHEO_HOME"] == str(home)
+
+    params = StdioServerParameters(
+        command=server["command"],
+        args=server["args"],
+        env=netguard.subprocess_env({**server["env"], "RHEO_WORKER": "off"}),
+    )
+    names: list[str] = []
+
+    async def main() -> None:
+        with anyio.fail_after(60):
+            async with (
+                stdio_client(params) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                names.extend(t.name for t in (await session.list_tools()).tools)
+
+    anyio.run(main)
+    assert {"write_memory", "memory_search", "chat_search"} <= set(names)

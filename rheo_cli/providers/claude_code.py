@@ -32,6 +32,9 @@ from typing import IO, Any
 from .base import ChatRequest, Event, Finished, ProviderError, TextDelta, Usage
 from .retry import one_line
 
+MEMORY_TOOLS = ("write_memory", "memory_search", "memory_list", "chat_search", "chat_recent")
+"""rheo's MCP tools Claude Code may call without asking (``mcp__rheo__<name>``)."""
+
 _LOGGED_OUT = ("/login", "not logged in", "invalid api key", "authentication", "oauth token")
 _LIMITED = ("rate limit", "usage limit", "limit reached", "overloaded")
 
@@ -54,11 +57,14 @@ class ClaudeCodeProvider:
         workdir: Path,
         timeout_s: float = 120.0,
         mcp_config: str | None = None,
+        memory_server: Any = None,
     ) -> None:
         self.command = command
         self.workdir = workdir
         self.timeout_s = timeout_s
         self.mcp_config = mcp_config
+        self.memory_server = memory_server
+        """A `factory.MemoryServer`: rheo's MCP server, offered to Claude Code."""
         self.on_retry: Callable[[str], None] | None = None
         """Unused: Claude Code retries by itself."""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -91,7 +97,40 @@ class ClaudeCodeProvider:
             args += ["--model", request.model]
         if self.mcp_config:
             args += ["--mcp-config", self.mcp_config]
+        elif self.memory_server is not None:
+            args += ["--mcp-config", str(self._memory_config())]
+            args += ["--allowedTools", ",".join(f"mcp__rheo__{t}" for t in MEMORY_TOOLS)]
         return args
+
+    def _memory_config(self) -> Path:
+        """Write the MCP configuration naming rheo's memory server (0600, in the private
+        working folder) and return its path."""
+        server = self.memory_server
+        config = {
+            "mcpServers": {
+                "rheo": {
+                    "command": server.argv[0],
+                    "args": list(server.argv[1:]),
+                    "env": dict(server.env),
+                }
+            }
+        }
+        self._ensure_workdir()
+        path = self.workdir / "rheo-mcp.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(config, handle)
+        return path
+
+    def _ensure_workdir(self) -> None:
+        """Create the private working folder (0700) if needed."""
+        old = os.umask(0o077)
+        try:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+        finally:
+            os.umask(old)
+        with contextlib.suppress(OSError):
+            self.workdir.chmod(0o700)
 
     def _start(self, request: ChatRequest) -> subprocess.Popen[bytes]:
         executable = shutil.which(self.command)
@@ -101,13 +140,7 @@ class ClaudeCodeProvider:
                 f"the '{self.command}' command (Claude Code) is not on PATH: install Claude Code "
                 "or choose another provider (see 'rheo providers')",
             )
-        old = os.umask(0o077)
-        try:
-            self.workdir.mkdir(parents=True, exist_ok=True)
-        finally:
-            os.umask(old)
-        with contextlib.suppress(OSError):
-            self.workdir.chmod(0o700)
+        self._ensure_workdir()
         try:
             proc = subprocess.Popen(
                 self.argv(request, executable),

@@ -244,6 +244,15 @@ def openai_base_url(settings: ProviderSettings, environ: Mapping[str, str] | Non
     )
 
 
+@dataclass(frozen=True)
+class MemoryServer:
+    """How to start rheo's MCP server for one profile: the command line and the environment
+    it needs (e.g. ``RHEO_HOME``)."""
+
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+
 def build(
     choice: Choice,
     settings: ProviderSettings,
@@ -251,11 +260,14 @@ def build(
     timeout_s: float,
     workdir: Path,
     environ: Mapping[str, str] | None = None,
+    memory_server: MemoryServer | None = None,
 ) -> Provider:
     """A provider object for ``choice`` (no SDK imported, nothing connected yet).
 
     ``timeout_s``: seconds without progress before a call fails; ``workdir``: the private
-    folder Claude Code runs in (created 0700 on first call)."""
+    folder Claude Code runs in (created 0700 on first call); ``memory_server``: how to start
+    rheo's MCP server, handed to Claude Code so it can use rheo's memory tools (ignored when
+    ``[claude_code] mcp_config`` names a file of the person's own)."""
     if choice.kind == "anthropic":
         from .anthropic_api import AnthropicProvider
 
@@ -274,7 +286,11 @@ def build(
 
     cc = settings.claude_code
     return ClaudeCodeProvider(
-        command=cc.command, workdir=workdir, timeout_s=timeout_s, mcp_config=cc.mcp_config
+        command=cc.command,
+        workdir=workdir,
+        timeout_s=timeout_s,
+        mcp_config=cc.mcp_config,
+        memory_server=None if cc.mcp_config else memory_server,
     )
 
 
