@@ -285,10 +285,14 @@ def _grant_tenant_role(conn: PgConnection) -> None:
 
 def schema_version(conn: PgConnection) -> int:
     """How many PostgreSQL migrations this database has applied (0 for an empty one)."""
-    found = conn.raw.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]
+    # The table of the connection's own schema (the first of its search path), never one
+    # found further along it.
+    found = conn.raw.execute(
+        "SELECT to_regclass(quote_ident(current_schema()) || '.schema_migrations')"
+    ).fetchone()[0]
     if found is None:
         return 0
-    return int(conn.raw.execute("SELECT count(*) FROM schema_migrations").fetchone()[0])
+    return int(conn.raw.execute(f"SELECT count(*) FROM {found}").fetchone()[0])
 
 
 def migrate(conn: PgConnection) -> list[str]:
