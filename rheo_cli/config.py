@@ -35,6 +35,12 @@ command = "claude"
 model = "sonnet"                # else Claude Code's default
 mcp_config = "/path/servers.json"  # passed as --mcp-config
 
+[store]
+url = "postgresql://rheo@db.example/rheo"   # PostgreSQL instead of the local SQLite file
+                                            # (also RHEO_DATABASE_URL)
+redis_url = "redis://127.0.0.1:6379/0"      # hot cache of CURRENT MEMORY (also RHEO_REDIS_URL)
+redis_ttl_days = 30                         # how long a tenant's cached memory lives
+
 [telegram]                      # `rheo telegram` (token also RHEO_TELEGRAM_TOKEN)
 chats = { "123456789" = "default" }   # allowed chat ids, each answered with a profile
 
@@ -105,6 +111,12 @@ class Config:
     telegram_token: str | None = None
     telegram_chats: tuple[tuple[int, str], ...] = ()
     """Allowed Telegram chat ids and the profile each one talks to."""
+    store_url: str | None = None
+    """A ``postgresql://`` URL: the store is that PostgreSQL database, not the SQLite file."""
+    redis_url: str | None = None
+    """A ``redis://`` URL: CURRENT MEMORY is read through a Redis hot cache."""
+    redis_ttl_s: float = 30 * 86400.0
+    """Lifetime (seconds) of a tenant's cached memory in Redis."""
     providers: ProviderSettings = ProviderSettings()
     assistants: dict[str, AssistantConfig] = field(default_factory=dict)
     """``[assistants.NAME]`` tables by name."""
@@ -125,6 +137,7 @@ _KNOWN = {
         "ollama",
         "claude_code",
         "assistants",
+        "store",
     },
     "context": {"budget"},
     "session": {"gap_hours"},
@@ -134,6 +147,7 @@ _KNOWN = {
     "openai": {"base_url", "api_key_env", "model", "extraction_model"},
     "ollama": {"base_url", "api_key_env", "model", "extraction_model"},
     "claude_code": {"command", "model", "extraction_model", "mcp_config"},
+    "store": {"url", "redis_url", "redis_ttl_days"},
 }
 
 
@@ -210,7 +224,18 @@ def load(path: Path) -> Config:
     max_tokens = _number(data, "max_tokens", "", lo=1, hi=1_000_000, whole=True)
     timeout = _number(data, "timeout", "", lo=1, hi=3600)
     tg = data.get("telegram", {})
+    st = data.get("store", {})
+    store_url = _string(st, "url", "[store] ")
+    if store_url is not None and not store_url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"{path}: [store] url must start with postgresql://")
+    redis_url = _string(st, "redis_url", "[store] ")
+    if redis_url is not None and not redis_url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError(f"{path}: [store] redis_url must start with redis:// or rediss://")
+    ttl_days = _number(st, "redis_ttl_days", "store", lo=0.001, hi=3650)
     return Config(
+        store_url=store_url,
+        redis_url=redis_url,
+        redis_ttl_s=ttl_days * 86400 if ttl_days is not None else 30 * 86400.0,
         telegram_token=_string(tg, "token", "[telegram] "),
         telegram_chats=_telegram_chats(tg, path),
         max_tokens=int(max_tokens) if max_tokens is not None else 4096,

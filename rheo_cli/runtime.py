@@ -42,6 +42,10 @@ class Runtime:
     choice: factory.Choice | None = None
     choice_error: factory.SelectionError | None = field(default=None, repr=False)
     assistant: config_mod.AssistantConfig | None = None
+    store_url: str | None = None
+    """``RHEO_DATABASE_URL`` or ``[store] url``: PostgreSQL instead of the SQLite file."""
+    redis_url: str | None = None
+    """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
     queued_digests: list[int] = field(default_factory=list)
@@ -68,13 +72,23 @@ class Runtime:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The open store (opened, created and migrated on first use).
+        """The open store (opened, created and migrated on first use): the SQLite file, or
+        the PostgreSQL database of `store_url` bound to this runtime's profile as its tenant
+        (raises StoreError when it cannot be reached). With `redis_url`, memory writes
+        invalidate the Redis hot cache (installed here, once).
 
         On opening, sessions of the profile closed by time alone get their digest job
         (`closing.queue_closed_sessions`: one indexed read; a failure is left for the next run).
         """
         if self._conn is None:
-            self._conn = db.open_store(self.paths.db)
+            if self.store_url:
+                self._conn = db.open_url(self.store_url, tenant=self.profile)
+            else:
+                self._conn = db.open_store(self.paths.db)
+            if self.redis_url:
+                from .cache import redis_hot
+
+                redis_hot.install(self.redis_url, ttl_s=self.config.redis_ttl_s)
             self.queued_digests = queue_closed(self._conn, self.profile, self.now(), self.settings)
         return self._conn
 
@@ -138,6 +152,10 @@ class Runtime:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+            if self.redis_url:
+                from .cache import redis_hot
+
+                redis_hot.uninstall()
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()
@@ -211,6 +229,10 @@ def build(
         raise ConfigError("the model name is empty")
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
+    store_url = env.get("RHEO_DATABASE_URL", "").strip() or cfg.store_url
+    if store_url and not store_url.startswith(("postgresql://", "postgres://")):
+        raise UsageError("RHEO_DATABASE_URL must be a postgresql:// URL")
+    redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
     return Runtime(
         profile=name,
         paths=paths,
@@ -220,6 +242,8 @@ def build(
         choice=choice,
         choice_error=error,
         assistant=persona,
+        store_url=store_url or None,
+        redis_url=redis_url or None,
     )
 
 

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from conftest import as_tenant
 
 from rheo_cli.memory.context.assemble import assemble
 from rheo_cli.memory.kb import documents
@@ -92,7 +93,10 @@ def test_removed_documents_are_no_longer_searched(conn):
 
 
 def test_profiles_never_see_each_others_documents(conn):
-    added = documents.add_document(conn, "work", "/docs/pricing.md", PRICING, NOW)
+    added = documents.add_document(
+        as_tenant(conn, "work"), "work", "/docs/pricing.md", PRICING, NOW
+    )
+    as_tenant(conn, "default")
     assert search_chunks(conn, "default", "refunds") == []
     assert documents.list_documents(conn, "default") == []
     with pytest.raises(NotFound):

@@ -22,12 +22,8 @@ from rheo_cli.memory.text.render import entry
 T0 = datetime(2026, 2, 1, 9, 0, tzinfo=UTC)
 S = Settings()
 
-
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "r.db")
-    yield c
-    c.close()
+TENANT = "p"
+"""The profile these tests write (the PostgreSQL connection's tenant)."""
 
 
 def turn(conn, content="x", when=T0):
@@ -272,7 +268,5 @@ def test_a_time_question_with_other_words_falls_back_to_that_time(rheo, api, mon
     out = json.loads(rheo("context", "--json", "what did I buy yesterday?").stdout)
     # That day is the previous session: until its digest exists its end is injected under
     # EPISODIC MEMORY, and RELEVANT HISTORY does not repeat those turns.
-    found = [
-        s for s in out["sections"] if s["name"] in ("RELEVANT HISTORY", "EPISODIC MEMORY")
-    ]
+    found = [s for s in out["sections"] if s["name"] in ("RELEVANT HISTORY", "EPISODIC MEMORY")]
     assert any("running shoes" in s["text"] for s in found)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .store.db import write
+from .store.pg import dialect
 
 KINDS = ("extract", "digest")
 MAX_ATTEMPTS = 5
@@ -120,9 +121,11 @@ def claim(
         )
         args: list[Any] = [float("inf") if ignore_backoff else wall_now]
         if profile is not None:
-            sql = f"SELECT * FROM ({sql}) WHERE profile = ?"
+            sql = f"SELECT * FROM ({sql}) AS runnable WHERE profile = ?"
             args.append(profile)
         sql += " ORDER BY id"
+        if dialect(conn) == "postgres":
+            sql += " FOR UPDATE SKIP LOCKED"  # another worker's claim in flight is passed over
         for row in conn.execute(sql, args).fetchall():
             job = _row(row)
             if job.id in exclude:

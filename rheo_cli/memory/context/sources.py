@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, tzinfo
 
+from ..facts import hotcache
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
 from ..ledger import turns as ledger
@@ -58,8 +59,9 @@ def collect(
     """Candidate lines for every section, keyed by section name (see `context.ORDER`).
 
     Facts and open items are those ``assistant`` sees (`facts.scope`: the shared ones plus its
-    own, its own winning on a topic; None: the shared ones only)."""
-    active = item_store.list_items(conn, profile, statuses=("active",), assistant=assistant)
+    own, its own winning on a topic; None: the shared ones only), read through the hot cache
+    when one is installed (`facts.hotcache`)."""
+    active = hotcache.active_items(conn, profile, assistant=assistant)
     query = analyse(message, now)
     out = {
         OPEN_ITEMS: open_item_lines(active, now, tz, budget),

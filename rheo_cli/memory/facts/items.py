@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .. import pgsearch
 from ..store.errors import NotFound
+from ..store.pg import dialect
 from ..store.settings import Settings
 from ..store.timeutil import from_stored
 from ..text import fts
@@ -206,6 +208,11 @@ def search_items(
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
+    if dialect(conn) == "postgres":
+        rows = pgsearch.search_items(
+            conn, profile, fts.terms(query), any_term=any_term, statuses=statuses, limit=limit
+        )
+        return [(row_to_item(r), float(r["score"])) for r in rows]
     sql = (
         "SELECT m.*, f.rank AS score FROM memory_items_fts f "
         "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? AND m.profile = ?"

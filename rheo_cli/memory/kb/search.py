@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
+from typing import Any
 
+from .. import pgsearch
+from ..store.pg import dialect
 from ..text import fts
 
 
@@ -38,15 +41,12 @@ def search_chunks(
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
-    rows = conn.execute(
-        "SELECT c.id, c.document_id, d.source, d.title, d.version, c.heading, c.content, "
-        "bm25(kb_chunks_fts, 2.0, 1.0) AS score "
-        "FROM kb_chunks_fts JOIN kb_chunks c ON c.id = kb_chunks_fts.rowid "
-        "JOIN kb_documents d ON d.id = c.document_id "
-        "WHERE kb_chunks_fts MATCH ? AND c.profile = ? AND d.status = 'active' "
-        "ORDER BY score LIMIT ?",
-        (expr, profile, limit),
-    ).fetchall()
+    if dialect(conn) == "postgres":
+        rows = pgsearch.search_chunks(
+            conn, profile, fts.terms(query), any_term=any_term, limit=limit
+        )
+    else:
+        rows = _sqlite_chunks(conn, profile, expr, limit)
     return [
         Passage(
             chunk_id=r["id"],
@@ -60,3 +60,16 @@ def search_chunks(
         )
         for r in rows
     ]
+
+
+def _sqlite_chunks(conn: sqlite3.Connection, profile: str, expr: str, limit: int) -> list[Any]:
+    """The FTS5 query of `search_chunks` (bm25, heading weighted twice the body)."""
+    return conn.execute(
+        "SELECT c.id, c.document_id, d.source, d.title, d.version, c.heading, c.content, "
+        "bm25(kb_chunks_fts, 2.0, 1.0) AS score "
+        "FROM kb_chunks_fts JOIN kb_chunks c ON c.id = kb_chunks_fts.rowid "
+        "JOIN kb_documents d ON d.id = c.document_id "
+        "WHERE kb_chunks_fts MATCH ? AND c.profile = ? AND d.status = 'active' "
+        "ORDER BY score LIMIT ?",
+        (expr, profile, limit),
+    ).fetchall()

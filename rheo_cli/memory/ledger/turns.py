@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .. import pgsearch
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
+from ..store.pg import dialect
 from ..store.timeutil import to_stored
 from ..text import fts
 from .sessions import Session, attach_turn
@@ -285,6 +287,21 @@ def search_turns(
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
+    if dialect(conn) == "postgres":
+        found, too_common = pgsearch.search_turns(
+            conn,
+            profile,
+            _T_COLUMNS,
+            fts.terms(query),
+            any_term=any_term,
+            limit=limit,
+            window=SEARCH_WINDOW,
+            ranked_max=RANKED_MAX,
+        )
+        if too_common:
+            rows = pgsearch.newest_turn_matches(conn, profile, _T_COLUMNS, fts.terms(query), limit)
+            return [(_row_to_turn(r), 0.0) for r in rows]
+        return [(_row_to_turn(r), float(r["score"])) for r in found]
     newest = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0])
     cutoff = max(0, newest - SEARCH_WINDOW)
     sql = (
@@ -320,6 +337,10 @@ def _cjk_search(
     plain = conn.cursor()
     plain.row_factory = None
     for run in dict.fromkeys(runs):
+        if len(run) >= 3 and dialect(conn) == "postgres":
+            found = set(pgsearch.cjk_turn_ids(conn, run, 5000))
+            ids = found if ids is None else ids & found
+            continue
         if len(run) >= 3:
             plain.execute(
                 "SELECT rowid FROM turns_cjk WHERE turns_cjk MATCH ? ORDER BY rowid DESC "
@@ -329,7 +350,7 @@ def _cjk_search(
         else:
             plain.execute(
                 "SELECT id FROM (SELECT id, content FROM turns WHERE profile = ? "
-                "ORDER BY id DESC LIMIT ?) WHERE content LIKE ? ESCAPE '\\'",
+                "ORDER BY id DESC LIMIT ?) AS recent WHERE content LIKE ? ESCAPE '\\'",
                 (profile, CJK_SCAN, "%" + run.replace("%", "\\%").replace("_", "\\_") + "%"),
             )
         found = {r[0] for r in plain.fetchall()}

@@ -13,6 +13,7 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from .errors import StoreError
 from .migrations import migrate
@@ -65,6 +66,16 @@ def open_store(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> 
         conn.close()
         raise
     return conn
+
+
+def open_url(url: str, *, tenant: str, migrate_schema: bool = True) -> sqlite3.Connection:
+    """Open the PostgreSQL store at ``url`` (``postgresql://...``) bound to ``tenant`` (a
+    profile name from configuration), migrated; see `pg.connect`. The connection has the
+    sqlite3 surface the engine uses (typed as one). Raises StoreError when psycopg is missing
+    or the server cannot be reached."""
+    from . import pg
+
+    return cast(sqlite3.Connection, pg.connect(url, tenant, migrate_schema=migrate_schema))
 
 
 def ensure_private_dir(folder: Path) -> None:
