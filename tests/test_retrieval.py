@@ -206,6 +206,9 @@ def test_long_turn_is_cut_to_its_matching_sentences(conn):
 def test_context_explain_shows_sources_and_reasons(rheo, api, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", "2026-10-14T09:00:00Z")
     rheo("ask", "The plumber Jorge fixed the boiler")
+    # A later session, so the boiler turn is history, not the end of the previous session.
+    monkeypatch.setenv("RHEO_NOW", "2026-11-02T09:00:00Z")
+    rheo("ask", "I bought new running shoes")
     monkeypatch.setenv("RHEO_NOW", "2026-11-20T09:00:00Z")
     out = rheo("context", "--explain", "who fixed the boiler?").stdout
     assert "RELEVANT HISTORY" in out

@@ -215,7 +215,7 @@ def list_jobs(
     """The profile's jobs, newest first, optionally of these statuses, with their numbers."""
     sql = (
         "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM jobs "
-        "WHERE profile = ?) WHERE 1"
+        "WHERE profile = ?) AS numbered WHERE 1 = 1"
     )
     args: list[Any] = [profile]
     if statuses:

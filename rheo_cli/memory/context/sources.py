@@ -86,8 +86,14 @@ def collect(
             conn, profile, session_id, before_turn_id, tz, settings, budget
         )
     skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
+    # The previous session's end stands for its turns only where it shows them whole: a turn
+    # it had to clip can still bring its matching sentences as RELEVANT HISTORY.
     skip_turns |= {
-        t for line in out[EPISODIC] if line.source.startswith("session:") for t in line.turn_ids
+        t
+        for line in out[EPISODIC]
+        if line.source.startswith("session:")
+        for t in line.turn_ids
+        if f"full text in turn #{t}" not in line.text
     }
     if before_turn_id is not None:
         skip_turns.add(before_turn_id)

@@ -328,8 +328,9 @@ def _on_topic(
     return [
         row_to_item(r)
         for r in conn.execute(
-            "SELECT * FROM memory_items WHERE profile = ? AND assistant IS ? AND topic = ? "
-            "AND status = 'active' ORDER BY id DESC",
+            # coalesce, not `IS ?`: the same on SQLite and PostgreSQL (names are never empty)
+            "SELECT * FROM memory_items WHERE profile = ? AND coalesce(assistant, '') = "
+            "coalesce(?, '') AND topic = ? AND status = 'active' ORDER BY id DESC",
             (profile, assistant, topic),
         )
     ]

@@ -255,9 +255,16 @@ def _rls() -> str:
 
 M002_TENANT_ISOLATION = _rls()
 
+M003_ASSISTANT_SCOPE = """
+    ALTER TABLE memory_items ADD COLUMN assistant TEXT;
+    CREATE INDEX memory_items_assistant ON memory_items(profile, assistant, topic, status);
+"""
+"""Shared and assistant-specific memory (SQLite's m010): NULL is shared."""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
     ("m002_tenant_isolation", M002_TENANT_ISOLATION),
+    ("m003_assistant_scope", M003_ASSISTANT_SCOPE),
 ]
 """Every PostgreSQL migration, in order: ``(name, SQL script)``."""
 
