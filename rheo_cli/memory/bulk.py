@@ -149,7 +149,8 @@ def _import_batches(
             )
             # The batch is indexed in one statement each (see migration m005).
             conn.execute(
-                "INSERT INTO turns_fts(rowid, content) SELECT id, content FROM turns WHERE id > ?",
+                "INSERT INTO turns_fts(rowid, content, tenant) "
+                "SELECT id, content, 'p' || hex(profile) || 'x' FROM turns WHERE id > ?",
                 (first_new,),
             )
             conn.execute(

@@ -16,16 +16,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
 from ..ledger import digests as digest_store
+from ..ledger import turns as ledger
 from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
+from . import supersede
 from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
 
 CANDIDATES = 40
-"""Turns taken from the word index before re-ranking."""
-CANDIDATE_SLACK = 20
-"""Extra candidates read, for those that turn out to be another profile's."""
+"""Turns taken from the word index before re-ranking, at least (see `candidate_count`)."""
+TOKENS_PER_CANDIDATE = 20
+"""One more candidate turn per this many tokens of budget."""
 COMMON_DF = 2000
 """A word in more turns than this is common: it does not choose candidates (reading its
 postings would cost time that grows with the ledger)."""
@@ -88,33 +90,39 @@ def _rows_to_hits(rows: list[sqlite3.Row], hits: dict[int, _Hit], *, scored: boo
             hit.bm25 = max(hit.bm25, (-r["rank"]) / best)
 
 
-def _word_hits(
-    conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]
-) -> dict[str, float]:
-    """Candidate turns from the word index, in time bounded by the rare words of the query.
+def candidate_count(budget: int) -> int:
+    """How many turns the word index hands to re-ranking for a ``budget``-token context:
+    enough to fill the budget with the next most relevant lines (about one per
+    `TOKENS_PER_CANDIDATE` tokens), never fewer than `CANDIDATES`."""
+    return max(CANDIDATES, budget // TOKENS_PER_CANDIDATE)
 
-    Each query word's postings are read up to `COMMON_DF` rowids: a word found more often is
-    common (it still counts when candidates are scored, but doesn't choose them). Turns are
-    ranked by the summed inverse document frequency of the rare words they hold (a bm25-like
-    score without reading every match of a common word) and the best `CANDIDATES` are read.
-    When every word is common, the newest turns holding any of them are the candidates.
-    Returns each query word's inverse document frequency over the whole ledger.
+
+def _word_hits(
+    conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit], budget: int
+) -> dict[str, float]:
+    """Candidate turns of ``profile`` from the word index, in time bounded by the rare words
+    of the query.
+
+    Every read is scoped to the profile inside MATCH (`fts.scoped`), and word statistics are
+    the profile's own, so other profiles change nothing here. Each query word's postings are
+    read up to `COMMON_DF` rowids: a word found more often is common (it still counts when
+    candidates are scored, but doesn't choose them). Turns are ranked by the summed inverse
+    document frequency of the rare words they hold (a bm25-like score without reading every
+    match of a common word) and the best `candidate_count` are read. When every word is
+    common, the newest turns holding any of them are the candidates. Returns each query
+    word's inverse document frequency over the profile's ledger.
     """
     words = [(t, _quote(t)) for t in q.terms[:MAX_QUERY_WORDS]]
     words += [(p, _quote(p)) for p in q.phrases[:2]]
     idfs: dict[str, float] = {}
     if not words:
         return idfs
-    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0]) or 1
+    total = ledger.profile_size(conn, profile) or 1
+    wanted = candidate_count(budget)
     scores: dict[int, float] = {}
     common: list[str] = []
-    plain = conn.cursor()
-    plain.row_factory = None  # plain tuples: thousands of rowids, no Row objects
     for term, word in words:
-        plain.execute(
-            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?", (word, COMMON_DF + 1)
-        )
-        rowids = [r[0] for r in plain.fetchall()]
+        rowids = ledger.term_frequency(conn, profile, word, COMMON_DF + 1)
         df = max(len(rowids), total // 20) if len(rowids) > COMMON_DF else len(rowids)
         idf = math.log((total + 1) / (df + 0.5))
         idfs[term] = idf
@@ -124,17 +132,11 @@ def _word_hits(
         for rowid in rowids:
             scores[rowid] = scores.get(rowid, 0.0) + idf
     if scores:
-        best = sorted(scores.items(), key=lambda kv: -kv[1])[: CANDIDATES + CANDIDATE_SLACK]
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:wanted]
         top = best[0][1] or 1.0
         chosen = {rowid: value / top for rowid, value in best}
     elif common:
-        rowids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                (" OR ".join(common), CANDIDATES),
-            )
-        ]
+        rowids = ledger.newest_matching(conn, profile, " OR ".join(common), wanted)
         chosen = dict.fromkeys(rowids, 0.5)
     else:
         return idfs
@@ -145,7 +147,7 @@ def _word_hits(
         f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
         (*chosen, profile),
     ).fetchall()
-    for r in sorted(rows, key=lambda r: -chosen[r["id"]])[:CANDIDATES]:
+    for r in rows:
         hit = hits.get(r["id"])
         if hit is None:
             hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
@@ -300,7 +302,7 @@ def collect(
     if q.empty:
         return []
     hits: dict[int, _Hit] = {}
-    idfs = _word_hits(conn, profile, q, hits)
+    idfs = _word_hits(conn, profile, q, hits, budget)
     digest_hits = _digest_matches(conn, profile, q)
     _trigram_hits(conn, profile, q, hits)
     _item_hits(conn, profile, q, hits)
@@ -319,15 +321,20 @@ def collect(
     per_line = max(LINE_MIN, int(budget * LINE_SHARE))
     lines: list[Line] = []
     # Only as many lines as the budget could ever hold are rendered (snippets cost time).
-    keep = max(20, budget // 60)
+    keep = max(20, candidate_count(budget))
     ranked = sorted(
         (h for h in hits.values() if h.turn_id not in skip_turns and h.content.strip()),
         key=lambda h: -h.score,
     )[:keep]
+    updates = supersede.updates_for(conn, profile, (h.turn_id for h in ranked))
+    _add_newer_turns(conn, profile, updates, hits, ranked, skip_turns)
     for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
         prefix = f"[{display(hit.ts, tz)} #{hit.turn_id}] {hit.role}{mark}: "
         body = snippet(hit.content, per_line, scorer.counter(hit.content))
+        update = updates.get(hit.turn_id)
+        if update is not None:
+            body += "\n" + _changed(update, tz)
         lines.append(
             Line(
                 text=entry(prefix, body),
@@ -340,6 +347,54 @@ def collect(
         )
     lines.extend(_digest_lines(digest_hits, conn, profile, q, tz, budget, skip_digests))
     return lines
+
+
+def _changed(update: supersede.Update, tz: tzinfo | None) -> str:
+    """The mark on a line whose fact changed later: when, and the value that holds now."""
+    when = display(update.changed_at, tz, with_time=False)
+    newest = update.newest
+    if newest.status == "retracted":
+        return f"(superseded on {when}; no longer holds)"
+    if newest.status == "done":
+        return f"(superseded on {when}; now done: {clip(newest.content_text(), 60)})"
+    return f"(superseded on {when}; now: {clip(newest.content_text(), 60)})"
+
+
+def _add_newer_turns(
+    conn: sqlite3.Connection,
+    profile: str,
+    updates: dict[int, supersede.Update],
+    hits: dict[int, _Hit],
+    ranked: list[_Hit],
+    skip: set[int],
+) -> None:
+    """The turn each newest value came from joins ``ranked`` just above the old line it
+    replaces (unless already there or shown in another section)."""
+    present = {h.turn_id for h in ranked}
+    wanted: dict[int, _Hit] = {}
+    for hit in ranked:
+        update = updates.get(hit.turn_id)
+        source = update.newest.source_turn_id if update else None
+        if source is None or source in present or source in skip or source in wanted:
+            continue
+        wanted[source] = hit
+    if not wanted:
+        return
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+        (*wanted, profile),
+    ).fetchall()
+    for r in rows:
+        old = wanted[r["id"]]
+        hit = hits.get(r["id"]) or _Hit(
+            r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"]
+        )
+        hit.score = max(hit.score, old.score + 0.01)
+        hit.why = [f"the newer value of #{old.turn_id}"]
+        hits[r["id"]] = hit
+        ranked.append(hit)
+    ranked.sort(key=lambda h: -h.score)
 
 
 def _digest_matches(

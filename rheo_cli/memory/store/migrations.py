@@ -280,6 +280,36 @@ def m006_no_replace(conn: sqlite3.Connection) -> None:
     run_script(conn, script)
 
 
+def m007_tenant_in_word_index(conn: sqlite3.Connection) -> None:
+    """Profiles isolated inside the word index: every turn's FTS5 row also holds its
+    profile as one token (``p`` + the name's UTF-8 hex + ``x``, in a ``tenant`` column the
+    turns table does not have), so a search is scoped by profile inside MATCH, before any
+    LIMIT, and one profile's volume never crowds another's candidates out. The token is
+    written by the insert trigger and the bulk path (`text.fts.tenant_token`); an FTS5
+    'rebuild' is not possible for this index (it would read ``tenant`` from ``turns``).
+    Items are also indexed by source turn, for marking history lines whose fact changed."""
+    run_script(
+        conn,
+        """
+        DROP TRIGGER turns_fts_insert;
+        DROP TABLE turns_fts;
+        CREATE VIRTUAL TABLE turns_fts USING fts5(
+            content, tenant, content='turns', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns
+        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred)
+        BEGIN
+            INSERT INTO turns_fts(rowid, content, tenant)
+            VALUES (new.id, new.content, 'p' || hex(new.profile) || 'x');
+        END;
+        INSERT INTO turns_fts(rowid, content, tenant)
+        SELECT id, content, 'p' || hex(profile) || 'x' FROM turns;
+        CREATE INDEX memory_items_source ON memory_items(source_turn_id);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
@@ -287,6 +317,7 @@ MIGRATIONS: list[Migration] = [
     m004_trigram_index,
     m005_deferred_indexing,
     m006_no_replace,
+    m007_tenant_in_word_index,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 
