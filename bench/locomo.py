@@ -41,6 +41,7 @@ from rheo_cli.memory.context.sources import turn_prefix
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.retrieval.baseline import plain_bm25
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.settings import Settings
 from rheo_cli.memory.store.timeutil import to_stored
@@ -212,8 +213,9 @@ def recent_baseline(store: Store, question: str, budget: int) -> tuple[set[int],
 
 def bm25_baseline(store: Store, question: str, budget: int) -> tuple[set[int], set[int], int]:
     """Plain FTS5 bm25 over turns (any word of the question), best first."""
-    found = ledger.search_turns(store.conn, PROFILE, question, limit=200, any_term=True)
-    lines = [(entry(turn_prefix(t, UTC), t.content), t.id) for t, _ in found]
+    ids = plain_bm25(store.conn, PROFILE, question, limit=200)
+    found = {t.id: t for t in ledger.get_turns(store.conn, PROFILE, ids)}
+    lines = [(entry(turn_prefix(found[i], UTC), found[i].content), i) for i in ids]
     ids, used = _fill(lines, budget)
     return ids, ids, used
 

@@ -303,7 +303,7 @@ def search_turns(
     window = [r[0] for r in plain.fetchall()]
     if len(window) > RANKED_MAX:
         return [(t, 0.0) for t in reversed(get_turns(conn, profile, window[:limit]))]
-    ranked = _rank(conn, profile, window, found_terms, any_term, limit)
+    ranked = _rank(conn, profile, window, found_terms, limit)
     if len(ranked) < limit and cutoff > 0:
         plain.execute(
             "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid <= ? "
@@ -311,12 +311,15 @@ def search_turns(
             (expr, cutoff, RANKED_MAX),
         )
         older = [r[0] for r in plain.fetchall()]
-        ranked += _rank(conn, profile, older, found_terms, any_term, limit - len(ranked))
+        ranked += _rank(conn, profile, older, found_terms, limit - len(ranked))
     return ranked
 
 
-DF_CAP = 20_000
-"""A word's document frequency is counted up to this many of the profile's turns."""
+DF_CAP = 2_000
+"""A word's document frequency is counted up to this many of the profile's turns; a word in
+more is common (weighs little, and its holders are not listed)."""
+RERANK = 100
+"""At most this many candidates (at least 5 × the limit) are read and ranked by full bm25."""
 
 
 def profile_size(conn: sqlite3.Connection, profile: str) -> int:
@@ -355,21 +358,37 @@ def _rank(
     profile: str,
     ids: list[int],
     terms: list[str],
-    any_term: bool,
     limit: int,
 ) -> list[tuple[Turn, float]]:
-    """The best ``limit`` of the profile's turns ``ids`` by bm25 over the profile's own
-    statistics, ties newest first."""
+    """The best ``limit`` of the profile's turns ``ids`` (newest first), by bm25 over the
+    profile's own statistics, ties newest first.
+
+    Two steps, both on the profile's data alone: the candidates are ordered by the summed
+    inverse document frequency of the terms each holds (from the terms' posting lists; a
+    common term, in more than `DF_CAP` turns, counts for all), and the best `RERANK` (at
+    least 5 × ``limit``) are read and ranked by full bm25 with term frequencies and lengths.
+    """
     if not ids or limit <= 0:
         return []
     total = max(1, profile_size(conn, profile))
     holders: list[set[int] | None] = []
     dfs: list[int] = []
+    coverage = dict.fromkeys(ids, 0.0)
     for term in terms:
         rowids = term_frequency(conn, profile, term, DF_CAP + 1)
-        dfs.append(len(rowids))
-        holders.append(set(rowids) if len(rowids) <= DF_CAP else None)
-    turns = get_turns(conn, profile, ids)
+        common = len(rowids) > DF_CAP
+        df = max(len(rowids), total // 20) if common else len(rowids)
+        dfs.append(df)
+        held = None if common else set(rowids)
+        holders.append(held)
+        if held is not None:  # a common term counts for every candidate: no change in order
+            idf = bm25.idf(total, df)
+            for rowid in held:
+                if rowid in coverage:
+                    coverage[rowid] += idf
+    # ``ids`` are newest first; a stable sort keeps that order among equals.
+    chosen = sorted(ids, key=coverage.__getitem__, reverse=True)[: max(RERANK, 5 * limit)]
+    turns = get_turns(conn, profile, chosen)
     values = bm25.scores(
         [t.content for t in turns], [t.id for t in turns], terms, total, dfs, holders
     )

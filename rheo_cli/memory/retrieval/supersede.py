@@ -39,8 +39,10 @@ def updates_for(
         return {}
     marks = ",".join("?" * len(ids))
     rows = conn.execute(
-        "SELECT source_turn_id, superseded_by FROM memory_items WHERE profile = ? "
-        f"AND source_turn_id IN ({marks}) AND status = 'superseded' "
+        # The unary + keeps SQLite on the source-turn index (a profile has few items per
+        # turn, but may have thousands of superseded ones).
+        "SELECT source_turn_id, superseded_by FROM memory_items WHERE +profile = ? "
+        f"AND source_turn_id IN ({marks}) AND +status = 'superseded' "
         "AND superseded_by IS NOT NULL ORDER BY id",
         (profile, *ids),
     ).fetchall()
