@@ -213,9 +213,9 @@ def recent_baseline(store: Store, question: str, budget: int) -> tuple[set[int],
 
 def bm25_baseline(store: Store, question: str, budget: int) -> tuple[set[int], set[int], int]:
     """Plain FTS5 bm25 over turns (any word of the question), best first."""
-    ids = plain_bm25(store.conn, PROFILE, question, limit=200)
-    found = {t.id: t for t in ledger.get_turns(store.conn, PROFILE, ids)}
-    lines = [(entry(turn_prefix(found[i], UTC), found[i].content), i) for i in ids]
+    best = plain_bm25(store.conn, PROFILE, question, limit=200)
+    found = {t.id: t for t in ledger.get_turns(store.conn, PROFILE, best)}
+    lines = [(entry(turn_prefix(found[i], UTC), found[i].content), i) for i in best]
     ids, used = _fill(lines, budget)
     return ids, ids, used
 
