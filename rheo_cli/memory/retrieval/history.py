@@ -19,24 +19,30 @@ from ..ledger import digests as digest_store
 from ..ledger import turns as ledger
 from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
+from ..text.tokens import estimate
 from . import supersede
 from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
 
 CANDIDATES = 40
-"""Turns taken from the word index before re-ranking, at least (see `candidate_count`)."""
-TOKENS_PER_CANDIDATE = 20
-"""One more candidate turn per this many tokens of budget."""
+"""Turns taken from the word index before re-ranking, at least."""
+CHUNK = 20
+"""Candidate turns are read this many at a time, best first, until the budget is filled."""
+FILL = 1.0
+"""Candidates are read until their lines would fill this share of the budget."""
+LINE_FLOOR = 12
+"""Tokens a history line costs at least (its dated prefix and line break)."""
 COMMON_DF = 2000
 """A word in more turns than this is common: it does not choose candidates (reading its
 postings would cost time that grows with the ledger)."""
 MAX_QUERY_WORDS = 12
 ITEM_HITS = 20
 """Memory items searched for the turns they were learnt from."""
-NEIGHBOUR_OF = 4
-"""How many of the best hits bring a neighbouring turn."""
-NEIGHBOUR_FACTOR = 0.55
+NEIGHBOUR_OF = 1000
+"""How many of the best hits bring their neighbouring turns (in effect all of them: the
+answer to a question is usually the next turn, and LoCoMo says neighbours count)."""
+NEIGHBOUR_FACTOR = 0.7
 """A neighbour's score, as a share of its hit's."""
 ITEM_WEIGHT = 0.6
 """Score added to a turn a matching stored fact was learnt from (times that fact's match)."""
@@ -90,27 +96,27 @@ def _rows_to_hits(rows: list[sqlite3.Row], hits: dict[int, _Hit], *, scored: boo
             hit.bm25 = max(hit.bm25, (-r["rank"]) / best)
 
 
-def candidate_count(budget: int) -> int:
-    """How many turns the word index hands to re-ranking for a ``budget``-token context:
-    enough to fill the budget with the next most relevant lines (about one per
-    `TOKENS_PER_CANDIDATE` tokens), never fewer than `CANDIDATES`."""
-    return max(CANDIDATES, budget // TOKENS_PER_CANDIDATE)
+def line_cap(budget: int) -> int:
+    """The most history lines a ``budget``-token context could hold (each costs at least
+    `LINE_FLOOR` tokens): a bound on lines rendered, never one that leaves budget unused."""
+    return max(CANDIDATES, budget // LINE_FLOOR)
 
 
 def _word_hits(
     conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit], budget: int
 ) -> dict[str, float]:
     """Candidate turns of ``profile`` from the word index, in time bounded by the rare words
-    of the query.
+    of the query, as many as the budget can use.
 
     Every read is scoped to the profile inside MATCH (`fts.scoped`), and word statistics are
     the profile's own, so other profiles change nothing here. Each query word's postings are
     read up to `COMMON_DF` rowids: a word found more often is common (it still counts when
     candidates are scored, but doesn't choose them). Turns are ranked by the summed inverse
     document frequency of the rare words they hold (a bm25-like score without reading every
-    match of a common word) and the best `candidate_count` are read. When every word is
-    common, the newest turns holding any of them are the candidates. Returns each query
-    word's inverse document frequency over the profile's ledger.
+    match of a common word) and read in that order, `CHUNK` at a time, until their lines
+    would fill the budget (at least `CANDIDATES` of them) or none remain. When every word is
+    common, the newest turns holding any of them are the candidates, read the same way.
+    Returns each query word's inverse document frequency over the profile's ledger.
     """
     words = [(t, _quote(t)) for t in q.terms[:MAX_QUERY_WORDS]]
     words += [(p, _quote(p)) for p in q.phrases[:2]]
@@ -118,7 +124,6 @@ def _word_hits(
     if not words:
         return idfs
     total = ledger.profile_size(conn, profile) or 1
-    wanted = candidate_count(budget)
     scores: dict[int, float] = {}
     common: list[str] = []
     for term, word in words:
@@ -132,27 +137,32 @@ def _word_hits(
         for rowid in rowids:
             scores[rowid] = scores.get(rowid, 0.0) + idf
     if scores:
-        best = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))[:wanted]
-        top = best[0][1] or 1.0
-        chosen = {rowid: value / top for rowid, value in best}
+        order = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+        top = order[0][1] or 1.0
+        ranked = [(rowid, value / top) for rowid, value in order]
     elif common:
-        rowids = ledger.newest_matching(conn, profile, " OR ".join(common), wanted)
-        chosen = dict.fromkeys(rowids, 0.5)
+        newest = ledger.newest_matching(conn, profile, " OR ".join(common), line_cap(budget))
+        ranked = [(rowid, 0.5) for rowid in newest]
     else:
         return idfs
-    if not chosen:
-        return idfs
-    marks = ",".join("?" * len(chosen))
-    rows = conn.execute(
-        f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
-        (*chosen, profile),
-    ).fetchall()
-    for r in rows:
-        hit = hits.get(r["id"])
-        if hit is None:
-            hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
-            hits[r["id"]] = hit
-        hit.bm25 = max(hit.bm25, chosen[r["id"]])
+    per_line = max(LINE_MIN, int(budget * LINE_SHARE))
+    filled = 0
+    for start in range(0, len(ranked), CHUNK):
+        chunk = dict(ranked[start : start + CHUNK])
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+            (*chunk, profile),
+        ).fetchall()
+        for r in rows:
+            hit = hits.get(r["id"])
+            if hit is None:
+                hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
+                hits[r["id"]] = hit
+            hit.bm25 = max(hit.bm25, chunk[r["id"]])
+            filled += min(per_line, estimate(r["content"])) + LINE_FLOOR
+        if start + CHUNK >= CANDIDATES and filled >= budget * FILL:
+            break
     return idfs
 
 
@@ -321,7 +331,7 @@ def collect(
     per_line = max(LINE_MIN, int(budget * LINE_SHARE))
     lines: list[Line] = []
     # Only as many lines as the budget could ever hold are rendered (snippets cost time).
-    keep = max(20, candidate_count(budget))
+    keep = line_cap(budget)
     ranked = sorted(
         (h for h in hits.values() if h.turn_id not in skip_turns and h.content.strip()),
         key=lambda h: -h.score,
