@@ -44,15 +44,19 @@ NEIGHBOUR_OF = 1000
 answer to a question is usually the next turn, and LoCoMo says neighbours count)."""
 NEIGHBOUR_FACTOR = 0.7
 """A neighbour's score, as a share of its hit's."""
-ITEM_WEIGHT = 0.6
+ITEM_WEIGHT = 1.0
 """Score added to a turn a matching stored fact was learnt from (times that fact's match)."""
 TIME_WEIGHT = 0.8
 """Score added to a turn inside the time range the message names."""
-LINE_SHARE = 0.06
+LINE_SHARE = 0.04
 """A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
 the sentences that match the message."""
-LINE_MIN = 50
-DIGEST_SESSION_WEIGHT = 0.3
+LINE_MIN = 30
+DIGEST_HITS = 10
+"""Matching session digests read as candidates."""
+DIGEST_SHARE = 0.2
+"""A digest line is cut to this share of the budget (at least 60 tokens)."""
+DIGEST_SESSION_WEIGHT = 0.6
 """Score added to turns of a session whose digest matches the message (times the digest's
 normalised bm25)."""
 
@@ -417,8 +421,8 @@ def _digest_matches(
         return []
     rows = conn.execute(
         "SELECT d.*, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
-        "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
-        (expr, profile),
+        "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT ?",
+        (expr, profile, DIGEST_HITS),
     ).fetchall()
     best = max((-r["rank"] for r in rows), default=1.0) or 1.0
     return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in rows]
@@ -443,7 +447,7 @@ def _digest_lines(
         for r in rows:
             digest, score = found.get(r["id"], (digest_store.row_to_digest(r), 0.0))
             found[r["id"]] = (digest, score + 0.8)
-    per_line = max(60, int(budget * 0.2))
+    per_line = max(60, int(budget * DIGEST_SHARE))
     lines = []
     for d, score in found.values():
         if d.id in skip:
