@@ -3,9 +3,15 @@
 Retrieval is plain engineering (seed 2): FTS5 bm25 over the ledger (porter stemming, stop words
 dropped), with boosts for names and numbers, for phrases, for turns a stored fact was learnt
 from, and for dates a time expression in the message points at ("last month", "in March");
-a trigram index covers text without spaces (Chinese, Japanese). The best hits bring a
-neighbouring turn for context; session digests that match are candidates too. Lines already
+a trigram index covers text without spaces (Chinese, Japanese). Every hit brings its
+neighbouring turns for context; session digests that match are candidates too. Lines already
 in other sections are left out; every line is dated and names its turn.
+
+Candidates are chosen among the profile's own turns inside the word index (its token is part
+of every MATCH) and weighed by the profile's own word statistics, so another profile's volume
+changes nothing. They are read best first until their lines would fill the budget, so a
+large budget is spent on the next most relevant lines rather than left unused. A line whose
+fact was later superseded says so, with the newer value (`supersede`).
 """
 
 from __future__ import annotations
