@@ -41,6 +41,7 @@ from rheo_cli.memory.context.sources import turn_prefix
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.retrieval.baseline import plain_bm25
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.settings import Settings
 from rheo_cli.memory.store.timeutil import to_stored
@@ -109,8 +110,11 @@ class Store:
     turns: int
 
 
-def build_store(sample: dict[str, Any], folder: Path, settings: Settings) -> Store:
-    """Write a conversation, its observations and its summaries through the engine."""
+def build_store(
+    sample: dict[str, Any], folder: Path, settings: Settings, *, turns_only: bool = False
+) -> Store:
+    """Write a conversation, its observations and its summaries through the engine; with
+    ``turns_only`` only its turns (a store before extraction has run, or where it failed)."""
     conv = sample["conversation"]
     speaker_a = conv.get("speaker_a")
     conn = db.open_store(folder / f"{sample.get('sample_id', 'conv')}.db")
@@ -143,7 +147,8 @@ def build_store(sample: dict[str, Any], folder: Path, settings: Settings) -> Sto
             session_turn_ids.setdefault(n, []).append(appended.turn.id)
             end = max(end, when)
             count += 1
-    for key, per_speaker in (sample.get("observation") or {}).items():
+    extras = not turns_only
+    for key, per_speaker in ((sample.get("observation") or {}) if extras else {}).items():
         m = re.fullmatch(r"session_(\d+)_observation", key)
         if not m or not isinstance(per_speaker, dict):
             continue
@@ -165,7 +170,7 @@ def build_store(sample: dict[str, Any], folder: Path, settings: Settings) -> Sto
                     settings=settings,
                     source_turn_id=source,
                 )
-    for key, summary in (sample.get("session_summary") or {}).items():
+    for key, summary in ((sample.get("session_summary") or {}) if extras else {}).items():
         m = re.fullmatch(r"session_(\d+)_summary", key)
         if not m or int(m.group(1)) not in session_ids or not str(summary).strip():
             continue
@@ -208,8 +213,9 @@ def recent_baseline(store: Store, question: str, budget: int) -> tuple[set[int],
 
 def bm25_baseline(store: Store, question: str, budget: int) -> tuple[set[int], set[int], int]:
     """Plain FTS5 bm25 over turns (any word of the question), best first."""
-    found = ledger.search_turns(store.conn, PROFILE, question, limit=200, any_term=True)
-    lines = [(entry(turn_prefix(t, UTC), t.content), t.id) for t, _ in found]
+    best = plain_bm25(store.conn, PROFILE, question, limit=200)
+    found = {t.id: t for t in ledger.get_turns(store.conn, PROFILE, best)}
+    lines = [(entry(turn_prefix(found[i], UTC), found[i].content), i) for i in best]
     ids, used = _fill(lines, budget)
     return ids, ids, used
 
@@ -266,7 +272,11 @@ def _pct(sorted_values: list[float], pct: float) -> float:
 
 
 def evaluate(
-    samples: list[dict[str, Any]], budgets: tuple[int, ...], settings: Settings
+    samples: list[dict[str, Any]],
+    budgets: tuple[int, ...],
+    settings: Settings,
+    *,
+    turns_only: bool = False,
 ) -> dict[str, Any]:
     """Run every method at every budget; return the JSON-able results."""
     tallies = {(m, b): Tally() for m in ("rheo", "recent", "bm25") for b in budgets}
@@ -274,7 +284,7 @@ def evaluate(
     loaded = {"conversations": 0, "turns": 0, "write_s": 0.0}
     with tempfile.TemporaryDirectory(prefix="rheo-locomo-") as tmp:
         for sample in samples:
-            store = build_store(sample, Path(tmp), settings)
+            store = build_store(sample, Path(tmp), settings, turns_only=turns_only)
             loaded["conversations"] += 1
             loaded["turns"] += store.turns
             loaded["write_s"] += store.write_s
@@ -349,6 +359,19 @@ def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
     )
 
 
+def pick(spec: str, count: int) -> list[int]:
+    """Conversation numbers (1-based) from ``1-5``, ``6-10`` or ``1,3,7``; raises ValueError
+    for anything else or a number outside 1..``count``."""
+    chosen: list[int] = []
+    for part in spec.split(","):
+        low, _, high = part.strip().partition("-")
+        first, last = int(low), int(high or low)
+        if not 1 <= first <= last <= count:
+            raise ValueError(spec)
+        chosen.extend(n for n in range(first, last + 1) if n not in chosen)
+    return chosen
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -361,6 +384,16 @@ def main(argv: list[str] | None = None) -> int:
         "--budgets", default=",".join(map(str, BUDGETS)), help="comma-separated token budgets"
     )
     parser.add_argument("--limit", type=int, default=None, help="only the first N conversations")
+    parser.add_argument(
+        "--conversations",
+        default=None,
+        help="which conversations, 1-based: 1-5, 6-10 or 1,3,7 (default all)",
+    )
+    parser.add_argument(
+        "--turns-only",
+        action="store_true",
+        help="ignore the file's observation and session_summary (no memory items, no digests)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
@@ -377,8 +410,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.limit is not None:
         samples = samples[: args.limit]
-    out = evaluate(samples, budgets, Settings())
+    if args.conversations:
+        try:
+            chosen = pick(args.conversations, len(samples))
+        except ValueError:
+            print("locomo: --conversations takes 1-5, 6-10 or 1,3,7", file=sys.stderr)
+            return 2
+        samples = [samples[i - 1] for i in chosen]
+    out = evaluate(samples, budgets, Settings(), turns_only=args.turns_only)
     out["budgets"] = list(budgets)
+    out["turns_only"] = args.turns_only
+    out["conversations"] = args.conversations or "all"
     out["data"] = str(args.data)
     if args.json:
         print(json.dumps(out, indent=2))

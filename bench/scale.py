@@ -45,6 +45,7 @@ from rheo_cli.memory.context import assemble as context
 from rheo_cli.memory.facts import items
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.retrieval.baseline import plain_bm25
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.settings import Settings
 
@@ -269,11 +270,15 @@ def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, 
     now = datetime.fromisoformat(last_ts.replace("Z", "+00:00")) + timedelta(minutes=5)
     texts = messages(vocab, rng)
     assembly: list[float] = []
+    plain_messages: list[float] = []
     for _ in range(runs):
         for text in texts:
             started = time.perf_counter()
             context.assemble(conn, profile=PROFILE, message=text, now=now, settings=settings)
             assembly.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            plain_bm25(conn, PROFILE, text, limit=50)
+            plain_messages.append((time.perf_counter() - started) * 1000)
     queries = [rng.choice(vocab.words[1500:6000]) for _ in range(6)] + [
         rng.choice(vocab.names),
         "meeting",
@@ -281,11 +286,15 @@ def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, 
         '"the meeting"',
     ]
     search: list[float] = []
+    plain_searches: list[float] = []
     for _ in range(runs):
         for q in queries:
             started = time.perf_counter()
             ledger.search_turns(conn, PROFILE, q, limit=20)
             search.append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            plain_bm25(conn, PROFILE, q, limit=50)
+            plain_searches.append((time.perf_counter() - started) * 1000)
     listing: list[float] = []
     for _ in range(runs * 5):
         started = time.perf_counter()
@@ -294,9 +303,15 @@ def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, 
         listing.append((time.perf_counter() - started) * 1000)
     conn.close()
     size = sum(p.stat().st_size for p in folder.glob("rheo.db*"))
+    context_ms, search_ms = _stats(assembly), _stats(search)
+    plain_m, plain_s = _stats(plain_messages), _stats(plain_searches)
     return {
-        "context_ms": _stats(assembly),
-        "search_ms": _stats(search),
+        "context_ms": context_ms,
+        "plain_bm25_messages_ms": plain_m,
+        "context_vs_plain_p95": context_ms["p95"] / max(plain_m["p95"], 1e-6),
+        "search_ms": search_ms,
+        "plain_bm25_searches_ms": plain_s,
+        "search_vs_plain_p95": search_ms["p95"] / max(plain_s["p95"], 1e-6),
         "memory_list_ms": _stats(listing),
         "db_bytes": size,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -415,7 +430,9 @@ def print_table(size: int, r: dict[str, Any]) -> None:
     print(f"{'ingest (turns/s)':<34} {r['ingest_turns_per_s']:>26,.0f}")
     for key, label in (
         ("context_ms", "context assembly (ms)"),
+        ("plain_bm25_messages_ms", "plain bm25 top-50, messages (ms)"),
         ("search_ms", "history search (ms)"),
+        ("plain_bm25_searches_ms", "plain bm25 top-50, searches (ms)"),
         ("memory_list_ms", "memory list (ms)"),
         ("help_ms", "rheo --help, whole (ms)"),
         ("memory_list_ms_proc", "rheo memory list, whole (ms)"),
@@ -428,6 +445,8 @@ def print_table(size: int, r: dict[str, Any]) -> None:
     ):
         if key in r:
             print(f"{label:<34} {_fmt(r[key])}")
+    print(f"{'assembly p95 / plain bm25 p95':<34} {r['context_vs_plain_p95']:>26.2f}")
+    print(f"{'search p95 / plain bm25 p95':<34} {r['search_vs_plain_p95']:>26.2f}")
     if "ask_vs_llm_ratio" in r:
         print(f"{'rheo ask / llm (median, whole)':<34} {r['ask_vs_llm_ratio']:>26.2f}")
     print(f"{'database on disk (MB)':<34} {r['db_bytes'] / 1e6:>26.1f}")
@@ -450,12 +469,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", type=Path, help="build stores here and keep them")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--engine-only",
+        action="store_true",
+        help="only the in-process engine measures (no whole-process runs, no llm)",
+    )
     args = parser.parse_args(argv)
     sizes = tuple(args.size or SIZES)
     if any(n < 100 for n in sizes) or args.runs < 1:
         print("scale: --size must be at least 100 and --runs at least 1", file=sys.stderr)
         return 2
-    results: dict[str, Any] = {"sdk": sdk_import_ms(args.runs), "sizes": {}}
+    sdk = {"import_anthropic_ms": float("nan")} if args.engine_only else sdk_import_ms(args.runs)
+    results: dict[str, Any] = {"sdk": sdk, "sizes": {}}
     for size in sizes:
         holder = tempfile.TemporaryDirectory(prefix=f"rheo-scale-{size}-")
         folder = (args.keep / str(size)) if args.keep else Path(holder.name)
@@ -470,9 +495,10 @@ def main(argv: list[str] | None = None) -> int:
             }
         r: dict[str, Any] = {"ingest_turns_per_s": info["ingest_turns_per_s"]}
         r.update(engine_measures(folder, info, args.runs))
-        proc = process_measures(folder, args.runs, args.llm)
-        proc["memory_list_ms_proc"] = proc.pop("memory_list_ms")
-        r.update(proc)
+        if not args.engine_only:
+            proc = process_measures(folder, args.runs, args.llm)
+            proc["memory_list_ms_proc"] = proc.pop("memory_list_ms")
+            r.update(proc)
         results["sizes"][str(size)] = r
         holder.cleanup()
         if not args.json:
@@ -485,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
                 "context_p95_ms": round(r["context_ms"]["p95"], 3),
                 "search_p50_ms": round(r["search_ms"]["median"], 3),
                 "search_p95_ms": round(r["search_ms"]["p95"], 3),
+                "plain_bm25_messages_p95_ms": round(r["plain_bm25_messages_ms"]["p95"], 3),
+                "plain_bm25_searches_p95_ms": round(r["plain_bm25_searches_ms"]["p95"], 3),
+                "context_vs_plain_p95": round(r["context_vs_plain_p95"], 3),
+                "search_vs_plain_p95": round(r["search_vs_plain_p95"], 3),
                 "db_bytes": r["db_bytes"],
                 "peak_rss_mb": round(r["peak_rss_mb"], 1),
                 "detail": {k: v for k, v in r.items() if isinstance(v, dict | float | int)},

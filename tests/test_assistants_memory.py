@@ -16,6 +16,9 @@ from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store.errors import InvalidInput
 from rheo_cli.memory.store.settings import Settings
 
+TENANT = "acme"
+"""On PostgreSQL the `conn` fixture acts for this profile (row-level security)."""
+
 T0 = datetime(2026, 3, 16, 9, 0, tzinfo=UTC)
 S = Settings()
 

@@ -162,10 +162,11 @@ def _import_batches(
                 [(s, e, n, sid) for sid, (s, e, n) in counts.items()],
             )
             if not pg:
-                # The batch is indexed in one statement each (see migration m005).
+                # The batch is indexed in one statement each (see migration m005), each row of
+                # the word index with its profile's tenant token (migration m011).
                 conn.execute(
-                    "INSERT INTO turns_fts(rowid, content) "
-                    "SELECT id, content FROM turns WHERE id > ?",
+                    "INSERT INTO turns_fts(rowid, content, tenant) "
+                    "SELECT id, content, tenant FROM turns WHERE id > ?",
                     (first_new,),
                 )
                 conn.execute(

@@ -161,8 +161,10 @@ def search_items(
     any_term: bool,
     statuses: tuple[str, ...] | None,
     limit: int,
+    view: tuple[str, list[Any]] = ("", []),
 ) -> list[Any]:
-    """Memory items (every column plus ``score``) matching ``terms``, best first."""
+    """Memory items (every column plus ``score``) matching ``terms``, best first; ``view`` is
+    an extra ``(" AND ...", args)`` condition on ``m`` (an assistant's view of memory)."""
     q, params = tsquery(terms, "||" if any_term else "&&")
     sql = f"SELECT m.*, -ts_rank_cd(m.fts, {q}) AS score FROM memory_items m "
     sql += f"WHERE m.fts @@ {q} AND m.profile = ?"
@@ -170,6 +172,8 @@ def search_items(
     if statuses is not None:
         sql += f" AND m.status IN ({','.join('?' * len(statuses))})"
         args.extend(statuses)
+    sql += view[0]
+    args.extend(view[1])
     sql += " ORDER BY score, m.id DESC LIMIT ?"
     args.append(limit)
     return conn.execute(sql, args).fetchall()

@@ -132,8 +132,8 @@ def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
     for chunk in _chunks(target.turns):
         marks = ",".join("?" * len(chunk))
         conn.execute(
-            "INSERT INTO turns_fts(turns_fts, rowid, content) "
-            f"SELECT 'delete', id, content FROM turns WHERE id IN ({marks})",
+            "INSERT INTO turns_fts(turns_fts, rowid, content, tenant) "
+            f"SELECT 'delete', id, content, tenant FROM turns WHERE id IN ({marks})",
             chunk,
         )
         conn.execute(

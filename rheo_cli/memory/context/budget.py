@@ -28,7 +28,7 @@ from ..text.tokens import estimate
 
 SHARES: dict[str, float] = {
     OPEN_ITEMS: 0.05,
-    EPISODIC: 0.20,
+    EPISODIC: 0.10,
     CURRENT_MEMORY: 0.10,
     RELEVANT_HISTORY: 0.30,
     KNOWLEDGE: 0.05,

@@ -210,7 +210,13 @@ def search_items(
         return []
     if dialect(conn) == "postgres":
         rows = pgsearch.search_items(
-            conn, profile, fts.terms(query), any_term=any_term, statuses=statuses, limit=limit
+            conn,
+            profile,
+            fts.terms(query),
+            any_term=any_term,
+            statuses=statuses,
+            limit=limit,
+            view=("", []) if all_assistants else view_clause(assistant),
         )
         return [(row_to_item(r), float(r["score"])) for r in rows]
     sql = (

@@ -116,7 +116,7 @@ def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Sess
 def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Session:
     """The profile's session shown as ``s<number>``; raises NotFound when there is none."""
     row = conn.execute(
-        f"SELECT * FROM ({_NUMBERED}) WHERE number = ?", (profile, number)
+        f"SELECT * FROM ({_NUMBERED}) AS numbered WHERE number = ?", (profile, number)
     ).fetchone()
     if row is None:
         raise NotFound(f"no session s{number} in profile {profile!r}")
@@ -125,14 +125,14 @@ def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Se
 
 def session_numbers(conn: sqlite3.Connection, profile: str) -> dict[int, int]:
     """``{session id: number shown to the person}`` for every session of ``profile``."""
-    rows = conn.execute(f"SELECT id, number FROM ({_NUMBERED})", (profile,)).fetchall()
+    rows = conn.execute(f"SELECT id, number FROM ({_NUMBERED}) AS numbered", (profile,)).fetchall()
     return {r["id"]: r["number"] for r in rows}
 
 
 def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Session]:
     """The profile's last ``limit`` sessions, newest first, with their numbers."""
     rows = conn.execute(
-        f"SELECT * FROM ({_NUMBERED}) ORDER BY id DESC LIMIT ?", (profile, limit)
+        f"SELECT * FROM ({_NUMBERED}) AS numbered ORDER BY id DESC LIMIT ?", (profile, limit)
     ).fetchall()
     return [_row(r) for r in rows]
 

@@ -8,6 +8,7 @@ and DELETE on ``turns`` (triggers in migration 1); session bookkeeping lives in 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.pg import dialect
 from ..store.timeutil import to_stored
-from ..text import fts
+from ..text import bm25, fts
 from .sessions import Session, attach_turn
 
 ROLES = ("user", "assistant")
@@ -269,23 +270,26 @@ def search_turns(
     limit: int = 20,
     any_term: bool = False,
 ) -> list[tuple[Turn, float]]:
-    """Keyword search over the ledger (FTS5, bm25 rank): ``[(turn, score)]``, best first.
+    """Keyword search over the profile's ledger: ``[(turn, score)]``, best first.
 
     Every word must match unless ``any_term``; the query is made safe by `fts.terms`, so any
     text a person types (``C++``, ``"quoted"``, ``AND``, ``-x``, ``a:b``, ``*``, ``(``, emoji, CJK)
-    searches without error. ``score`` is bm25's (lower is better, negative). Text with no
-    searchable word returns [].
+    searches without error. ``score`` is minus the turn's bm25 (lower is better, negative;
+    0.0 for turns listed newest first, unranked). Text with no searchable word returns [].
 
+    Isolation: the profile is part of every MATCH (migration m007), so candidates are chosen
+    among its own turns before any LIMIT, and bm25 uses the profile's own statistics
+    (`text.bm25`): the same profile data gives the same results whatever other profiles hold.
     Ranking every match of a common word costs time that grows with the ledger, so the best
-    matches among the newest `SEARCH_WINDOW` turns come first, then, when those are fewer than
-    ``limit``, the best older ones; and a query matching more than `RANKED_MAX` of those turns
-    (``the``) lists its newest matches instead of ranking them all.
+    matches among the profile's newest `SEARCH_WINDOW` turns come first, then, when those are
+    fewer than ``limit``, the best older ones; a query matching more than `RANKED_MAX` of them
+    (``the``) lists its newest matches instead.
     """
     runs = fts.CJK_RUN.findall(query[: fts.MAX_QUERY_CHARS])
     if runs:
         return _cjk_search(conn, profile, runs[:8], limit)
-    expr = fts.match_any(query) if any_term else fts.match_all(query)
-    if expr is None:
+    found_terms = fts.terms(query)
+    if not found_terms:
         return []
     if dialect(conn) == "postgres":
         found, too_common = pgsearch.search_turns(
@@ -302,26 +306,118 @@ def search_turns(
             rows = pgsearch.newest_turn_matches(conn, profile, _T_COLUMNS, fts.terms(query), limit)
             return [(_row_to_turn(r), 0.0) for r in rows]
         return [(_row_to_turn(r), float(r["score"])) for r in found]
-    newest = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0])
-    cutoff = max(0, newest - SEARCH_WINDOW)
-    sql = (
-        f"SELECT {_T_COLUMNS}, f.rank AS score FROM turns_fts f JOIN turns t ON t.id = f.rowid "
-        "WHERE turns_fts MATCH ? AND f.rowid {cmp} ? AND t.profile = ? ORDER BY f.rank LIMIT ?"
-    )
-    probe = conn.cursor()
-    probe.row_factory = None
-    probe.execute(
-        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid > ? LIMIT ?",
+    expr = fts.scoped((" OR " if any_term else " AND ").join(found_terms), profile)
+    newest = conn.execute("SELECT max(id) FROM turns WHERE profile = ?", (profile,)).fetchone()[0]
+    if newest is None:
+        return []
+    cutoff = max(0, int(newest) - SEARCH_WINDOW)
+    plain = conn.cursor()
+    plain.row_factory = None
+    plain.execute(
+        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid > ? ORDER BY rowid DESC "
+        "LIMIT ?",
         (expr, cutoff, RANKED_MAX + 1),
     )
-    if len(probe.fetchall()) > RANKED_MAX:
-        return _newest_matches(conn, profile, expr, limit)
-    rows = conn.execute(sql.format(cmp=">"), (expr, cutoff, profile, limit)).fetchall()
-    if len(rows) < limit and cutoff > 0:
-        rows += conn.execute(
-            sql.format(cmp="<="), (expr, cutoff, profile, limit - len(rows))
-        ).fetchall()
-    return [(_row_to_turn(r), float(r["score"])) for r in rows]
+    window = [r[0] for r in plain.fetchall()]
+    if len(window) > RANKED_MAX:
+        return [(t, 0.0) for t in reversed(get_turns(conn, profile, window[:limit]))]
+    ranked = _rank(conn, profile, window, found_terms, limit)
+    if len(ranked) < limit and cutoff > 0:
+        plain.execute(
+            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid <= ? "
+            "ORDER BY rowid DESC LIMIT ?",
+            (expr, cutoff, RANKED_MAX),
+        )
+        older = [r[0] for r in plain.fetchall()]
+        ranked += _rank(conn, profile, older, found_terms, limit - len(ranked))
+    return ranked
+
+
+DF_CAP = 2_000
+"""A word's document frequency is counted up to this many of the profile's turns; a word in
+more is common (weighs little, and its holders are not listed)."""
+RERANK = 100
+"""At most this many candidates (at least 5 × the limit) are read and ranked by full bm25."""
+
+
+def profile_size(conn: sqlite3.Connection, profile: str) -> int:
+    """How many turns ``profile`` holds, from its sessions' counters (cheap at any size)."""
+    row = conn.execute(
+        "SELECT coalesce(sum(turns), 0) FROM sessions WHERE profile = ?", (profile,)
+    ).fetchone()
+    return int(row[0])
+
+
+def term_frequency(conn: sqlite3.Connection, profile: str, term: str, cap: int) -> list[int]:
+    """Rowids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``.
+    On PostgreSQL the tenant's row-level security scopes the read."""
+    if dialect(conn) == "postgres":
+        return pgsearch.word_turn_ids(conn, [term], cap)
+    plain = conn.cursor()
+    plain.row_factory = None
+    plain.execute(
+        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?",
+        (fts.scoped(term, profile), cap),
+    )
+    return [r[0] for r in plain.fetchall()]
+
+
+def newest_matching(conn: sqlite3.Connection, profile: str, expr: str, limit: int) -> list[int]:
+    """Ids of ``profile``'s newest ``limit`` turns matching ``expr`` (FTS5-safe terms joined
+    by OR), newest first."""
+    if dialect(conn) == "postgres":
+        terms = re.findall(r'"(?:[^"]|"")*"\*?', expr)
+        return pgsearch.newest_word_turn_ids(conn, terms, limit)
+    plain = conn.cursor()
+    plain.row_factory = None
+    plain.execute(
+        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+        (fts.scoped(expr, profile), limit),
+    )
+    return [r[0] for r in plain.fetchall()]
+
+
+def _rank(
+    conn: sqlite3.Connection,
+    profile: str,
+    ids: list[int],
+    terms: list[str],
+    limit: int,
+) -> list[tuple[Turn, float]]:
+    """The best ``limit`` of the profile's turns ``ids`` (newest first), by bm25 over the
+    profile's own statistics, ties newest first.
+
+    Two steps, both on the profile's data alone: the candidates are ordered by the summed
+    inverse document frequency of the terms each holds (from the terms' posting lists; a
+    common term, in more than `DF_CAP` turns, counts for all), and the best `RERANK` (at
+    least 5 × ``limit``) are read and ranked by full bm25 with term frequencies and lengths.
+    """
+    if not ids or limit <= 0:
+        return []
+    total = max(1, profile_size(conn, profile))
+    holders: list[set[int] | None] = []
+    dfs: list[int] = []
+    coverage = dict.fromkeys(ids, 0.0)
+    for term in terms:
+        rowids = term_frequency(conn, profile, term, DF_CAP + 1)
+        common = len(rowids) > DF_CAP
+        df = max(len(rowids), total // 20) if common else len(rowids)
+        dfs.append(df)
+        held = None if common else set(rowids)
+        holders.append(held)
+        if held is not None:  # a common term counts for every candidate: no change in order
+            idf = bm25.idf(total, df)
+            for rowid in held:
+                if rowid in coverage:
+                    coverage[rowid] += idf
+    # ``ids`` are newest first; a stable sort keeps that order among equals.
+    chosen = sorted(ids, key=coverage.__getitem__, reverse=True)[: max(RERANK, 5 * limit)]
+    turns = get_turns(conn, profile, chosen)
+    values = bm25.scores(
+        [t.content for t in turns], [t.id for t in turns], terms, total, dfs, holders
+    )
+    order = sorted(range(len(turns)), key=lambda i: (-values[i], -turns[i].id))[:limit]
+    return [(turns[i], -values[i]) for i in order]
 
 
 CJK_SCAN = 20_000
@@ -343,9 +439,9 @@ def _cjk_search(
             continue
         if len(run) >= 3:
             plain.execute(
-                "SELECT rowid FROM turns_cjk WHERE turns_cjk MATCH ? ORDER BY rowid DESC "
-                "LIMIT 5000",
-                ('"' + run.replace('"', '""') + '"',),
+                "SELECT f.rowid FROM turns_cjk f JOIN turns t ON t.id = f.rowid "
+                "WHERE turns_cjk MATCH ? AND t.profile = ? ORDER BY f.rowid DESC LIMIT 5000",
+                ('"' + run.replace('"', '""') + '"', profile),
             )
         else:
             plain.execute(
@@ -360,38 +456,6 @@ def _cjk_search(
     newest = sorted(ids, reverse=True)[: limit * 4]
     turns = [t for t in get_turns(conn, profile, newest)][::-1]
     return [(t, 0.0) for t in turns[:limit]]
-
-
-def _newest_matches(
-    conn: sqlite3.Connection, profile: str, expr: str, limit: int
-) -> list[tuple[Turn, float]]:
-    """The profile's newest turns matching ``expr``, for queries too common to rank: walks
-    the profile's turns newest first (its index) a page at a time and keeps those the FTS
-    index holds within the page's id range. Score 0.0: not ranked."""
-    found: list[tuple[Turn, float]] = []
-    below = None
-    plain = conn.cursor()
-    plain.row_factory = None
-    for _ in range(100):
-        sql = f"SELECT {_COLUMNS} FROM turns WHERE profile = ?"
-        args: list[Any] = [profile]
-        if below is not None:
-            sql += " AND id < ?"
-            args.append(below)
-        page = conn.execute(sql + " ORDER BY id DESC LIMIT 200", args).fetchall()
-        if not page:
-            break
-        low, high = page[-1]["id"], page[0]["id"]
-        plain.execute(
-            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid BETWEEN ? AND ?",
-            (expr, low, high),
-        )
-        hits = {r[0] for r in plain.fetchall()}
-        found.extend((_row_to_turn(r), 0.0) for r in page if r["id"] in hits)
-        if len(found) >= limit:
-            break
-        below = low
-    return found[:limit]
 
 
 def count_turns(conn: sqlite3.Connection, profile: str) -> int:

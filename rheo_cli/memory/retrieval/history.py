@@ -3,9 +3,15 @@
 Retrieval is plain engineering (seed 2): FTS5 bm25 over the ledger (porter stemming, stop words
 dropped), with boosts for names and numbers, for phrases, for turns a stored fact was learnt
 from, and for dates a time expression in the message points at ("last month", "in March");
-a trigram index covers text without spaces (Chinese, Japanese). The best hits bring a
-neighbouring turn for context; session digests that match are candidates too. Lines already
+a trigram index covers text without spaces (Chinese, Japanese). Every hit brings its
+neighbouring turns for context; session digests that match are candidates too. Lines already
 in other sections are left out; every line is dated and names its turn.
+
+Candidates are chosen among the profile's own turns inside the word index (its token is part
+of every MATCH) and weighed by the profile's own word statistics, so another profile's volume
+changes nothing. They are read best first until their lines would fill the budget, so a
+large budget is spent on the next most relevant lines rather than left unused. A line whose
+fact was later superseded says so, with the newer value (`supersede`).
 """
 
 from __future__ import annotations
@@ -17,36 +23,48 @@ from datetime import datetime, tzinfo
 
 from .. import pgsearch
 from ..ledger import digests as digest_store
+from ..ledger import turns as ledger
 from ..store.pg import dialect
 from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
+from ..text.tokens import estimate
+from . import supersede
 from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
 
 CANDIDATES = 40
-"""Turns taken from the word index before re-ranking."""
-CANDIDATE_SLACK = 20
-"""Extra candidates read, for those that turn out to be another profile's."""
+"""Turns taken from the word index before re-ranking, at least."""
+CHUNK = 20
+"""Candidate turns are read this many at a time, best first, until the budget is filled."""
+FILL = 1.0
+"""Candidates are read until their lines would fill this share of the budget."""
+LINE_FLOOR = 12
+"""Tokens a history line costs at least (its dated prefix and line break)."""
 COMMON_DF = 2000
 """A word in more turns than this is common: it does not choose candidates (reading its
 postings would cost time that grows with the ledger)."""
 MAX_QUERY_WORDS = 12
 ITEM_HITS = 20
 """Memory items searched for the turns they were learnt from."""
-NEIGHBOUR_OF = 4
-"""How many of the best hits bring a neighbouring turn."""
-NEIGHBOUR_FACTOR = 0.55
+NEIGHBOUR_OF = 1000
+"""How many of the best hits bring their neighbouring turns (in effect all of them: the
+answer to a question is usually the next turn, and LoCoMo says neighbours count)."""
+NEIGHBOUR_FACTOR = 0.7
 """A neighbour's score, as a share of its hit's."""
-ITEM_WEIGHT = 0.6
+ITEM_WEIGHT = 1.0
 """Score added to a turn a matching stored fact was learnt from (times that fact's match)."""
 TIME_WEIGHT = 0.8
 """Score added to a turn inside the time range the message names."""
-LINE_SHARE = 0.06
+LINE_SHARE = 0.04
 """A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
 the sentences that match the message."""
-LINE_MIN = 50
-DIGEST_SESSION_WEIGHT = 0.3
+LINE_MIN = 30
+DIGEST_HITS = 10
+"""Matching session digests read as candidates."""
+DIGEST_SHARE = 0.2
+"""A digest line is cut to this share of the budget (at least 60 tokens)."""
+DIGEST_SESSION_WEIGHT = 0.6
 """Score added to turns of a session whose digest matches the message (times the digest's
 normalised bm25)."""
 
@@ -94,43 +112,38 @@ def _rows_to_hits(rows: list[sqlite3.Row], hits: dict[int, _Hit], *, scored: boo
             hit.bm25 = max(hit.bm25, (-r["rank"]) / best)
 
 
-def _word_hits(
-    conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]
-) -> dict[str, float]:
-    """Candidate turns from the word index, in time bounded by the rare words of the query.
+def line_cap(budget: int) -> int:
+    """The most history lines a ``budget``-token context could hold (each costs at least
+    `LINE_FLOOR` tokens): a bound on lines rendered, never one that leaves budget unused."""
+    return max(CANDIDATES, budget // LINE_FLOOR)
 
-    Each query word's postings are read up to `COMMON_DF` rowids: a word found more often is
-    common (it still counts when candidates are scored, but doesn't choose them). Turns are
-    ranked by the summed inverse document frequency of the rare words they hold (a bm25-like
-    score without reading every match of a common word) and the best `CANDIDATES` are read.
-    When every word is common, the newest turns holding any of them are the candidates.
-    Returns each query word's inverse document frequency over the whole ledger.
+
+def _word_hits(
+    conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit], budget: int
+) -> dict[str, float]:
+    """Candidate turns of ``profile`` from the word index, in time bounded by the rare words
+    of the query, as many as the budget can use.
+
+    Every read is scoped to the profile inside MATCH (`fts.scoped`), and word statistics are
+    the profile's own, so other profiles change nothing here. Each query word's postings are
+    read up to `COMMON_DF` rowids: a word found more often is common (it still counts when
+    candidates are scored, but doesn't choose them). Turns are ranked by the summed inverse
+    document frequency of the rare words they hold (a bm25-like score without reading every
+    match of a common word) and read in that order, `CHUNK` at a time, until their lines
+    would fill the budget (at least `CANDIDATES` of them) or none remain. When every word is
+    common, the newest turns holding any of them are the candidates, read the same way.
+    Returns each query word's inverse document frequency over the profile's ledger.
     """
     words = [(t, _quote(t)) for t in q.terms[:MAX_QUERY_WORDS]]
     words += [(p, _quote(p)) for p in q.phrases[:2]]
     idfs: dict[str, float] = {}
     if not words:
         return idfs
-    pg = dialect(conn) == "postgres"
-    newest = (
-        "SELECT coalesce(max(id), 0) FROM turns"
-        if pg
-        else ("SELECT coalesce(max(rowid), 0) FROM turns_fts")
-    )
-    total = int(conn.execute(newest).fetchone()[0]) or 1
+    total = ledger.profile_size(conn, profile) or 1
     scores: dict[int, float] = {}
     common: list[str] = []
-    plain = conn.cursor()
-    plain.row_factory = None  # plain tuples: thousands of rowids, no Row objects
     for term, word in words:
-        if pg:
-            rowids = pgsearch.word_turn_ids(conn, [word], COMMON_DF + 1)
-        else:
-            plain.execute(
-                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?",
-                (word, COMMON_DF + 1),
-            )
-            rowids = [r[0] for r in plain.fetchall()]
+        rowids = ledger.term_frequency(conn, profile, word, COMMON_DF + 1)
         df = max(len(rowids), total // 20) if len(rowids) > COMMON_DF else len(rowids)
         idf = math.log((total + 1) / (df + 0.5))
         idfs[term] = idf
@@ -140,35 +153,32 @@ def _word_hits(
         for rowid in rowids:
             scores[rowid] = scores.get(rowid, 0.0) + idf
     if scores:
-        best = sorted(scores.items(), key=lambda kv: -kv[1])[: CANDIDATES + CANDIDATE_SLACK]
-        top = best[0][1] or 1.0
-        chosen = {rowid: value / top for rowid, value in best}
-    elif common and pg:
-        chosen = dict.fromkeys(pgsearch.newest_word_turn_ids(conn, common, CANDIDATES), 0.5)
+        order = sorted(scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+        top = order[0][1] or 1.0
+        ranked = [(rowid, value / top) for rowid, value in order]
     elif common:
-        rowids = [
-            r[0]
-            for r in conn.execute(
-                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-                (" OR ".join(common), CANDIDATES),
-            )
-        ]
-        chosen = dict.fromkeys(rowids, 0.5)
+        newest = ledger.newest_matching(conn, profile, " OR ".join(common), line_cap(budget))
+        ranked = [(rowid, 0.5) for rowid in newest]
     else:
         return idfs
-    if not chosen:
-        return idfs
-    marks = ",".join("?" * len(chosen))
-    rows = conn.execute(
-        f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
-        (*chosen, profile),
-    ).fetchall()
-    for r in sorted(rows, key=lambda r: -chosen[r["id"]])[:CANDIDATES]:
-        hit = hits.get(r["id"])
-        if hit is None:
-            hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
-            hits[r["id"]] = hit
-        hit.bm25 = max(hit.bm25, chosen[r["id"]])
+    per_line = max(LINE_MIN, int(budget * LINE_SHARE))
+    filled = 0
+    for start in range(0, len(ranked), CHUNK):
+        chunk = dict(ranked[start : start + CHUNK])
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+            (*chunk, profile),
+        ).fetchall()
+        for r in rows:
+            hit = hits.get(r["id"])
+            if hit is None:
+                hit = _Hit(r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"])
+                hits[r["id"]] = hit
+            hit.bm25 = max(hit.bm25, chunk[r["id"]])
+            filled += min(per_line, estimate(r["content"])) + LINE_FLOOR
+        if start + CHUNK >= CANDIDATES and filled >= budget * FILL:
+            break
     return idfs
 
 
@@ -318,7 +328,7 @@ def collect(
     if q.empty:
         return []
     hits: dict[int, _Hit] = {}
-    idfs = _word_hits(conn, profile, q, hits)
+    idfs = _word_hits(conn, profile, q, hits, budget)
     digest_hits = _digest_matches(conn, profile, q)
     _trigram_hits(conn, profile, q, hits)
     _item_hits(conn, profile, q, hits)
@@ -337,15 +347,20 @@ def collect(
     per_line = max(LINE_MIN, int(budget * LINE_SHARE))
     lines: list[Line] = []
     # Only as many lines as the budget could ever hold are rendered (snippets cost time).
-    keep = max(20, budget // 60)
+    keep = line_cap(budget)
     ranked = sorted(
         (h for h in hits.values() if h.turn_id not in skip_turns and h.content.strip()),
         key=lambda h: -h.score,
     )[:keep]
+    updates = supersede.updates_for(conn, profile, (h.turn_id for h in ranked))
+    _add_newer_turns(conn, profile, updates, hits, ranked, skip_turns)
     for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
         prefix = f"[{display(hit.ts, tz)} #{hit.turn_id}] {hit.role}{mark}: "
         body = snippet(hit.content, per_line, scorer.counter(hit.content))
+        update = updates.get(hit.turn_id)
+        if update is not None:
+            body += "\n" + _changed(update, tz)
         lines.append(
             Line(
                 text=entry(prefix, body),
@@ -358,6 +373,54 @@ def collect(
         )
     lines.extend(_digest_lines(digest_hits, conn, profile, q, tz, budget, skip_digests))
     return lines
+
+
+def _changed(update: supersede.Update, tz: tzinfo | None) -> str:
+    """The mark on a line whose fact changed later: when, and the value that holds now."""
+    when = display(update.changed_at, tz, with_time=False)
+    newest = update.newest
+    if newest.status == "retracted":
+        return f"(superseded on {when}; no longer holds)"
+    if newest.status == "done":
+        return f"(superseded on {when}; now done: {clip(newest.content_text(), 60)})"
+    return f"(superseded on {when}; now: {clip(newest.content_text(), 60)})"
+
+
+def _add_newer_turns(
+    conn: sqlite3.Connection,
+    profile: str,
+    updates: dict[int, supersede.Update],
+    hits: dict[int, _Hit],
+    ranked: list[_Hit],
+    skip: set[int],
+) -> None:
+    """The turn each newest value came from joins ``ranked`` just above the old line it
+    replaces (unless already there or shown in another section)."""
+    present = {h.turn_id for h in ranked}
+    wanted: dict[int, _Hit] = {}
+    for hit in ranked:
+        update = updates.get(hit.turn_id)
+        source = update.newest.source_turn_id if update else None
+        if source is None or source in present or source in skip or source in wanted:
+            continue
+        wanted[source] = hit
+    if not wanted:
+        return
+    marks = ",".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_TURN_COLS} FROM turns t WHERE t.id IN ({marks}) AND t.profile = ?",
+        (*wanted, profile),
+    ).fetchall()
+    for r in rows:
+        old = wanted[r["id"]]
+        hit = hits.get(r["id"]) or _Hit(
+            r["id"], r["session_id"], r["role"], r["content"], r["ts"], r["status"]
+        )
+        hit.score = max(hit.score, old.score + 0.01)
+        hit.why = [f"the newer value of #{old.turn_id}"]
+        hits[r["id"]] = hit
+        ranked.append(hit)
+    ranked.sort(key=lambda h: -h.score)
 
 
 def _digest_matches(
@@ -374,8 +437,8 @@ def _digest_matches(
         return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in pg_rows]
     rows = conn.execute(
         "SELECT d.*, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
-        "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
-        (expr, profile),
+        "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT ?",
+        (expr, profile, DIGEST_HITS),
     ).fetchall()
     best = max((-r["rank"] for r in rows), default=1.0) or 1.0
     return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in rows]
@@ -400,7 +463,7 @@ def _digest_lines(
         for r in rows:
             digest, score = found.get(r["id"], (digest_store.row_to_digest(r), 0.0))
             found[r["id"]] = (digest, score + 0.8)
-    per_line = max(60, int(budget * 0.2))
+    per_line = max(60, int(budget * DIGEST_SHARE))
     lines = []
     for d, score in found.values():
         if d.id in skip:

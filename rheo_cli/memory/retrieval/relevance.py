@@ -2,7 +2,8 @@
 
 score = bm25 (normalised to the best candidate) + 0.8 × weighted coverage + 0.2 × phrases.
 Coverage weights each query word by how rare it is among the candidates (an inverse document
-frequency over the pool), names and numbers counting 1.5×, so a name that appears in every
+frequency over the pool; `ENTITY_FACTOR` can weigh names and numbers more, off since a
+speaker's name counted 1.5× outranked rarer words on LoCoMo), so a name that appears in every
 turn ("Melanie" in a conversation with Melanie) counts for little while a rare word counts for
 much. A word matches any word that starts with its light stem (``starting`` -> ``start`` ->
 "start", "starts", "started"), case- and accent-folded; one compiled pattern per query word
@@ -23,7 +24,7 @@ from .query import Query
 
 COVERAGE_WEIGHT = 0.8
 PHRASE_WEIGHT = 0.2
-ENTITY_FACTOR = 1.5
+ENTITY_FACTOR = 1.0
 
 
 def fold(text: str) -> str:

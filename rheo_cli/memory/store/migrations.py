@@ -404,6 +404,39 @@ def m010_assistant_scope(conn: sqlite3.Connection) -> None:
     )
 
 
+def m011_tenant_in_word_index(conn: sqlite3.Connection) -> None:
+    """Profiles isolated inside the word index: every turn's FTS5 row also holds its
+    profile as one token (``p`` + the name's UTF-8 hex + ``x``, in a ``tenant`` column), so
+    a search is scoped by profile inside MATCH, before any
+    LIMIT, and one profile's volume never crowds another's candidates out. The token is
+    written by the insert trigger and the bulk path (`text.fts.tenant_token`), and is also a
+    virtual generated column of ``turns``, so FTS5's 'rebuild', 'integrity-check' and 'delete'
+    read the same value from the content table.
+    Items are also indexed by source turn, for marking history lines whose fact changed."""
+    run_script(
+        conn,
+        """
+        ALTER TABLE turns ADD COLUMN tenant TEXT
+            GENERATED ALWAYS AS ('p' || hex(profile) || 'x') VIRTUAL;
+        DROP TRIGGER turns_fts_insert;
+        DROP TABLE turns_fts;
+        CREATE VIRTUAL TABLE turns_fts USING fts5(
+            content, tenant, content='turns', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER turns_fts_insert AFTER INSERT ON turns
+        WHEN NOT EXISTS (SELECT 1 FROM fts_deferred)
+        BEGIN
+            INSERT INTO turns_fts(rowid, content, tenant)
+            VALUES (new.id, new.content, 'p' || hex(new.profile) || 'x');
+        END;
+        INSERT INTO turns_fts(rowid, content, tenant)
+        SELECT id, content, 'p' || hex(profile) || 'x' FROM turns;
+        CREATE INDEX memory_items_source ON memory_items(source_turn_id);
+        """,
+    )
+
+
 MIGRATIONS: list[Migration] = [
     m001_ledger,
     m002_memory,
@@ -415,6 +448,7 @@ MIGRATIONS: list[Migration] = [
     m008_source_keys,
     m009_purge,
     m010_assistant_scope,
+    m011_tenant_in_word_index,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 

@@ -78,3 +78,16 @@ def match_any(text: str) -> str | None:
     """A MATCH expression accepting any term of ``text`` (OR), for ranked retrieval."""
     found = terms(text)
     return " OR ".join(found) if found else None
+
+
+def tenant_token(profile: str) -> str:
+    """The word-index token standing for ``profile`` (migration m007): ``p`` + the name's
+    UTF-8 bytes in hex + ``x`` — one token, no stemming can change it, no other name shares
+    it."""
+    return "p" + profile.encode("utf-8").hex() + "x"
+
+
+def scoped(expr: str, profile: str) -> str:
+    """``expr`` (a MATCH expression over turns' text) limited to ``profile``'s turns, inside
+    the index: ``tenant : <token> AND content : (expr)``."""
+    return f"tenant : {tenant_token(profile)} AND content : ({expr})"
