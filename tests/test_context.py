@@ -1,4 +1,4 @@
-"""Context assembly: the seed's section order, budget, escaping, and the message kept whole."""
+"""Context assembly: the Rheo article's section order, budget, escaping, and the message kept whole."""
 
 from __future__ import annotations
 

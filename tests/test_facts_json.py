@@ -73,7 +73,7 @@ CORPUS = [
         "label taken from 'fact'",
     ),
     (
-        "content object (seed 1 shape)",
+        "content object (the Rheo article's shape)",
         '{"facts": [{"type": "fact", "content": {"label": "Office tea", "properties": '
         '{"kind": "green"}}, "topic": "tea"}]}',
         ["Office tea"],

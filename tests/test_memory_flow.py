@@ -1,5 +1,5 @@
 """Durable memory end to end through the fake Messages API, with the clock set by RHEO_NOW:
-extraction, digests, open items, write_memory, pins, and the seeds' examples."""
+extraction, digests, open items, write_memory, pins, and the source articles' examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session digests (seed 1, layer 1): when a session closes, a model summarises its turns
+"""Session digests (Rheo article §04, layer 1): when a session closes, a model summarises its turns
 (no tools) into a narrative, candidate facts, procedures and decisions."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Boot-time context injection (seed 1): the text rheo puts before every message.
+"""Boot-time context injection (Rheo article §07): the text rheo puts before every message.
 
-`assemble` reads the store and returns the sections in the seed's order, each under a
+`assemble` reads the store and returns the sections in the Rheo article's order (§07), each under a
 ``=== NAME ===`` header, empty ones left out, then ``---`` and the person's message:
 
     === OPEN ITEMS ===        commitments still open, with an instruction to follow up

@@ -132,7 +132,7 @@ def session_lines(
     settings: Settings,
     budget: int,
 ) -> list[Line]:
-    """The active session's last turns (seed 1: ~12), newest ranked highest.
+    """The active session's last turns (Rheo article §07: ~12), newest ranked highest.
 
     Empty failed replies are left out; a turn longer than about a third of the budget is
     clipped in the middle, with its id in the marker so the full text can be looked up.
@@ -245,7 +245,7 @@ def open_item_lines(
 def episodic_lines(
     conn: sqlite3.Connection, profile: str, tz: tzinfo | None, settings: Settings, budget: int
 ) -> list[Line]:
-    """The last digests (seed 1: five), newest first, each dated with its session's end."""
+    """The last digests (Rheo article §04: five), newest first, each dated with its session's end."""
     per_line = max(60, int(budget * 0.15))
     lines = []
     for n, digest in enumerate(digest_store.recent_digests(conn, profile, settings.digests)):
@@ -279,7 +279,7 @@ def memory_lines(
     assistant: str | None = None,
 ) -> list[Line]:
     """Active facts: those whose topic or content match the message first (FTS5 over items,
-    seed 2's topic-match boosting, graded by `relevance`), then by effective confidence.
+    the Solid# article's topic-match boosting, graded by `relevance`), then by effective confidence.
 
     A fact that matches ranks 1 + its relevance (with the history hits); one that doesn't
     ranks below 1, by confidence, and takes only budget nobody more relevant needs.

@@ -1,4 +1,4 @@
-"""The person's corrections to memory (seed 1: "the person can pin, correct, resolve and
+"""The person's corrections to memory (PRODUCT.md: "the person can pin, correct, resolve and
 forget"): pin and unpin, forget (retract), mark an open item done, list and resolve flagged
 conflicts, and the versions of a fact. Each change is an event; nothing is deleted.
 """

@@ -1,4 +1,4 @@
-"""Time-based decay of memory confidence, computed at read time (seed 2).
+"""Time-based decay of memory confidence, computed at read time (Solid# article, decay).
 
 Nothing is written: the stored confidence is what reinforcement set; what rheo ranks and shows
 is the effective confidence now. It falls linearly from the stored value to the floor over

@@ -1,4 +1,4 @@
-"""Memory items (seed 1 layer 2, seed 2): durable facts, read side.
+"""Memory items (Rheo article §05; Solid# article): durable facts, read side.
 
 A memory item is immutable content (category, topic, label, properties) plus mutable state
 (stored confidence, reinforcements, pinned, status, superseded_by, conflict_with) whose every
@@ -33,7 +33,7 @@ CATEGORIES = (
     "open_item",
     "fact",
 )
-"""The seed's eight categories plus ``fact`` for anything else."""
+"""The Solid# article's categories plus ``fact`` for anything else."""
 
 STATUSES = ("active", "superseded", "evicted", "retracted", "done")
 

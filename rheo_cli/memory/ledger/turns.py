@@ -1,4 +1,4 @@
-"""The ledger (seed 1, layer 0): every turn, append-only, with FTS5 keyword search.
+"""The ledger (Rheo article §03, layer 0): every turn, append-only, with FTS5 keyword search.
 
 A turn is written in its own transaction before anything that might fail (the model call), so a
 crash, a kill or an API outage never loses what the person said. The database refuses UPDATE
@@ -145,7 +145,7 @@ def append_turn(
 ) -> Appended:
     """Append one turn and commit it; return the stored turn and any session change.
 
-    Session detection (seed 1): unless ``session_id`` pins the turn to a session (an assistant
+    Session detection (Rheo article §03): unless ``session_id`` pins the turn to a session (an assistant
     reply joins its question's session), a turn more than ``gap_s`` seconds after the previous
     turn of the profile, or with ``new_session``, opens a new session. ``now`` is the turn's
     time (aware datetime; stored as UTC). Assistant turns need a ``status`` in STATUSES; user

@@ -46,7 +46,7 @@ def _append_only(table: str, what: str) -> str:
 
 
 def m001_ledger(conn: sqlite3.Connection) -> None:
-    """The ledger (seed 1, layer 0): sessions, append-only turns and their FTS5 index."""
+    """The ledger (Rheo article §03, layer 0): sessions, append-only turns and their FTS5 index."""
     run_script(
         conn,
         """
@@ -97,7 +97,7 @@ def m002_memory(conn: sqlite3.Connection) -> None:
     """Memory items and their event history, session digests and the background job queue.
 
     Item content (topic, label, properties) is immutable once written: a changed fact is a new
-    item that supersedes the old one (seed 1). Items are never deleted; events, like turns,
+    item that supersedes the old one (Rheo article §05). Items are never deleted; events, like turns,
     are append-only.
     """
     run_script(
