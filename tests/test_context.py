@@ -1,4 +1,5 @@
-"""Context assembly: the Rheo article's section order, budget, escaping, and the message kept whole."""
+"""Context assembly: the Rheo article's section order, budget, escaping, and the message kept
+whole."""
 
 from __future__ import annotations
 

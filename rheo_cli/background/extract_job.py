@@ -1,4 +1,5 @@
-"""Extraction (Solid# article, extract): after a reply, a small model reads the exchange and the known facts
+"""Extraction (Solid# article, extract): after a reply, a small model reads the exchange and the
+known facts
 and returns 0-3 facts, which go through the memory write path."""
 
 from __future__ import annotations

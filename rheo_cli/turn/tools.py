@@ -1,4 +1,5 @@
-"""The tools Claude gets in a chat call (Rheo article §05): ``write_memory`` to store a durable fact,
+"""The tools Claude gets in a chat call (Rheo article §05): ``write_memory`` to store a durable
+fact,
 ``memory_search`` and ``chat_search`` to look further back than what was injected.
 
 Whatever the tool input says, rheo enforces ownership (the profile, the source turn and the

@@ -245,7 +245,8 @@ def open_item_lines(
 def episodic_lines(
     conn: sqlite3.Connection, profile: str, tz: tzinfo | None, settings: Settings, budget: int
 ) -> list[Line]:
-    """The last digests (Rheo article §04: five), newest first, each dated with its session's end."""
+    """The last digests (Rheo article §04: five), newest first, each dated with its session's
+    end."""
     per_line = max(60, int(budget * 0.15))
     lines = []
     for n, digest in enumerate(digest_store.recent_digests(conn, profile, settings.digests)):

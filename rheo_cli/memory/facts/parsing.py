@@ -298,7 +298,8 @@ def read_fact(
 ) -> Candidate | None:
     """Validate one fact object (fact number ``n`` for notes); None when it must be dropped.
 
-    Aliases are accepted (``content`` as the Rheo article's ``{label, properties}`` (§05), ``fact``/``text``
+    Aliases are accepted (``content`` as the Rheo article's ``{label, properties}`` (§05),
+    ``fact``/``text``
     for the label, ``type`` for the category, ``id``/``reinforces``/``supersedes`` for an
     existing item, ``verdict`` for ``relation``); fields rheo decides itself (profile,
     status, pinned...) are ignored. A relation other than new needs a known id.

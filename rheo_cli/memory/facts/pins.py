@@ -1,4 +1,5 @@
-"""Phrases with which a person asks rheo to keep something forever (Solid# article, pinned memories).
+"""Phrases with which a person asks rheo to keep something forever (Solid# article, pinned
+memories).
 
 The phrases themselves are recognised by `requests.detect`, which also makes sure they are
 addressed to rheo ("always remember that ..." pins; "I always remember birthdays" does not).

@@ -1,4 +1,5 @@
-"""The memory write path (Rheo article §05; Solid# article): create, reinforce, supersede, flag, evict.
+"""The memory write path (Rheo article §05; Solid# article): create, reinforce, supersede, flag,
+evict.
 
 Every writer — Claude's ``write_memory`` tool, the background extractor, digests, the person's
 own ``rheo memory add`` — goes through `remember`, so the rules hold whoever writes:

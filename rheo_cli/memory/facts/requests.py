@@ -1,4 +1,5 @@
-"""Explicit requests to rheo, honoured at once and without a model (Solid# article, pinned memories).
+"""Explicit requests to rheo, honoured at once and without a model (Solid# article, pinned
+memories).
 
 "Remember that …", "note that …" store a fact; "always remember …", "don't forget …", "never
 forget …" store it pinned; "forget that …", "stop remembering …" retract what matches. Only in

@@ -1,4 +1,5 @@
-"""Session digests (Rheo article §04, layer 1), read side: compressed summaries of closed sessions."""
+"""Session digests (Rheo article §04, layer 1), read side: compressed summaries of closed
+sessions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Sessions, detected by rheo itself (Rheo article §03): a turn more than the gap (default 2 hours) after
+"""Sessions, detected by rheo itself (Rheo article §03): a turn more than the gap (default 2 hours)
+after
 the previous turn of the same profile opens a new session."""
 
 from __future__ import annotations

@@ -145,7 +145,8 @@ def append_turn(
 ) -> Appended:
     """Append one turn and commit it; return the stored turn and any session change.
 
-    Session detection (Rheo article §03): unless ``session_id`` pins the turn to a session (an assistant
+    Session detection (Rheo article §03): unless ``session_id`` pins the turn to a session (an
+    assistant
     reply joins its question's session), a turn more than ``gap_s`` seconds after the previous
     turn of the profile, or with ``new_session``, opens a new session. ``now`` is the turn's
     time (aware datetime; stored as UTC). Assistant turns need a ``status`` in STATUSES; user

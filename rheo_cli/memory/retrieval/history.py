@@ -1,6 +1,7 @@
 """RELEVANT HISTORY: past turns and digests found for the current message, with no model call.
 
-Retrieval is plain engineering (Solid# article): FTS5 bm25 over the ledger (porter stemming, stop words
+Retrieval is plain engineering (Solid# article): FTS5 bm25 over the ledger (porter stemming, stop
+words
 dropped), with boosts for names and numbers, for phrases, for turns a stored fact was learnt
 from, and for dates a time expression in the message points at ("last month", "in March");
 a trigram index covers text without spaces (Chinese, Japanese). Every hit brings its

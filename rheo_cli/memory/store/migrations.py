@@ -97,7 +97,8 @@ def m002_memory(conn: sqlite3.Connection) -> None:
     """Memory items and their event history, session digests and the background job queue.
 
     Item content (topic, label, properties) is immutable once written: a changed fact is a new
-    item that supersedes the old one (Rheo article §05). Items are never deleted; events, like turns,
+    item that supersedes the old one (Rheo article §05). Items are never deleted; events, like
+    turns,
     are append-only.
     """
     run_script(

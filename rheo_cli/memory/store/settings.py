@@ -22,14 +22,17 @@ class Settings:
     digests: int = 5
     """How many recent digests EPISODIC MEMORY carries (Rheo article §04: five)."""
     cap: int = 50
-    """Active memory items per profile before the least-reinforced is evicted (Solid# article, tier-aware capping: 20-200)."""
+    """Active memory items per profile before the least-reinforced is evicted (Solid# article,
+    tier-aware capping: 20-200)."""
     floor: float = 0.3
     """Decay floor for effective confidence (Solid# article)."""
     decay_days: float = 180.0
-    """Days without reinforcement for confidence to reach the floor (Solid# article, decay: about 6 months)."""
+    """Days without reinforcement for confidence to reach the floor (Solid# article, decay: about 6
+    months)."""
     initial_confidence: float = 0.8
     """Confidence of a new fact when its writer gives none (Solid# article)."""
     reinforce_step: float = 0.1
     """Confidence added by each reinforcement, capped at 1.0 (Solid# article)."""
     conflict_threshold: float = 0.8
-    """Both facts at or above this confidence: a supersede is flagged for review (Rheo article §05)."""
+    """Both facts at or above this confidence: a supersede is flagged for review (Rheo article
+    §05)."""
