@@ -145,3 +145,21 @@ def test_chat_without_a_terminal_is_a_usage_error(rheo, api):
 def test_empty_profile_name_is_refused(rheo):
     result = rheo("--profile", "", "history", "recent")
     assert result.exit_code == 2 and "invalid profile name" in result.stderr
+
+
+def test_memory_and_items_alone_list_like_the_repl(rheo, home):
+    added = rheo("memory", "add", "Ana prefers tea", "--topic", "ana.drink")
+    assert added.exit_code == 0, added.stderr
+    alone = rheo("memory")
+    assert alone.exit_code == 0 and "Ana prefers tea" in alone.stdout
+    assert rheo("items").exit_code == 0
+
+
+def test_ask_json_gives_the_session_number_sessions_show_takes(rheo, home, fake_model):
+    import json
+
+    rheo("-p", "work", "ask", "first profile turn")
+    out = json.loads(rheo("ask", "--json", "hello").stdout)
+    assert out["session_number"] == 1
+    shown = rheo("sessions", "show", str(out["session_number"]))
+    assert shown.exit_code == 0 and "hello" in shown.stdout

@@ -129,7 +129,7 @@ def test_matching_passages_are_injected_under_knowledge_with_their_source(conn):
     )
     section = ctx.section("KNOWLEDGE")
     assert section is not None
-    assert "[Pricing › Pricing > Refunds] Refunds are granted within 30 days" in section.render()
+    assert "[Pricing › Refunds] Refunds are granted within 30 days" in section.render()
     assert section.lines[0].source.startswith("kb:")
     text = ctx.text()
     assert text.index("=== KNOWLEDGE ===") < text.index("---\nCan a customer")

@@ -154,6 +154,11 @@ def ask(
         )
         if no_stream and not json_out:
             writer(result.reply)
+        session_number = None
+        if json_out and result.user_turn.session_id:
+            # The number `rheo sessions list/show` and --session use (per profile).
+            numbers = sessions_mod.session_numbers(rt.conn, rt.profile)
+            session_number = numbers.get(result.user_turn.session_id)
     except TurnInterrupted as exc:
         writer.finish()
         if json_out:
@@ -172,7 +177,7 @@ def ask(
             kick_background(rt)
         rt.close()
     if json_out:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "session_number": session_number})
     if usage:
         say_error(usage_line(result.usage))
     if writer.write_error or sys.stdout is None:

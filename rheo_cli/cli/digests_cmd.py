@@ -209,5 +209,3 @@ def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None
         echo(job_line(j, numbers))
         for note in j.notes:
             echo(f"         - {preview(note, 90)}")
-        for note in j.notes:
-            echo(f"         - {preview(note, 90)}")

@@ -228,5 +228,6 @@ def search(
         typer.echo("No passage matches.")
         return
     for p in found:
-        where = f"{p.title}" + (f" › {p.heading}" if p.heading else "")
+        heading = p.heading.removeprefix(p.title).lstrip(" >") if p.heading else ""
+        where = p.title + (f" › {heading}" if heading else "")
         typer.echo(f"#{p.document_id} {preview(where, 60)}\n    {preview(p.content, 150)}")

@@ -18,15 +18,13 @@ app = typer.Typer(
     epilog="Example: rheo memory list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Durable facts rheo remembers: list, show, correct, forget.",
-    no_args_is_help=True,
+    help="Durable facts rheo remembers: list, show, correct, forget (alone: list them).",
 )
 items_app = typer.Typer(
     epilog="Example: rheo items list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Open items: commitments rheo follows up on.",
-    no_args_is_help=True,
+    help="Open items: commitments rheo follows up on (alone: list them).",
 )
 
 AllAssistants = Annotated[
@@ -65,6 +63,18 @@ OpenItemId = Annotated[
         autocompletion=open_item_ids,
     ),
 ]
+
+
+@app.callback(invoke_without_command=True)
+def _memory(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:  # `rheo memory` alone lists, as /memory does
+        list_()
+
+
+@items_app.callback(invoke_without_command=True)
+def _items(ctx: typer.Context) -> None:
+    if ctx.invoked_subcommand is None:  # `rheo items` alone lists, as /items does
+        items_list()
 
 
 @app.command("list")

@@ -32,10 +32,18 @@ def backup(
     Example:
       rheo backup ~/backups/rheo-$(date +%F).db
     """
+    from ..errors import UsageError
     from ..memory import archive
 
+    target = path.expanduser()
+    if not target.parent.is_dir():
+        raise UsageError(f"no such folder: {target.parent} (create it first)")
     rt = runtime_for(None)
-    size = archive.backup(rt.conn, path)
+    if rt.store_url:
+        raise UsageError(
+            "rheo backup copies the SQLite file; on PostgreSQL use pg_dump (or rheo export)"
+        )
+    size = archive.backup(rt.conn, target)
     if json_out:
         print_json({"backup": str(path.absolute()), "bytes": size})
         return

@@ -16,7 +16,7 @@ CHANGED = {
     "pin": "pinned",
     "unpin": "unpinned",
     "forget": "forgotten (history kept)",
-    "resolve": "kept; the other version is superseded",
+    "resolve": "kept",
     "done": "done",
 }
 """What each change to a memory item made of it, as the line after ``#ID`` says."""
@@ -25,7 +25,8 @@ CHANGED = {
 def change_line(action: str, item: Any, *, already: bool = False) -> str:
     """``#12 done: call Ana`` (or ``#12 already done: ...``) for a change to a memory item."""
     state = ("already " if already else "") + CHANGED[action]
-    return f"#{item.id} {state}: {preview(item.content_text(), 80)}"
+    tail = " (the other version is superseded)" if action == "resolve" else ""
+    return f"#{item.id} {state}: {preview(item.content_text(), 80)}{tail}"
 
 
 def apply_change(

@@ -34,7 +34,8 @@ def knowledge_lines(conn: sqlite3.Connection, profile: str, query: Query) -> lis
         relative = p.score / best if best < 0 else 1.0
         if relative < MIN_RELATIVE_SCORE:
             continue
-        where = p.title + (f" › {p.heading}" if p.heading else "")
+        heading = p.heading.removeprefix(p.title).lstrip(" >") if p.heading else ""
+        where = p.title + (f" › {heading}" if heading else "")
         lines.append(
             Line(
                 text=entry(f"[{where}] ", clip(p.content, PASSAGE_TOKENS)),

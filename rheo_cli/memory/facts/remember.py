@@ -248,6 +248,17 @@ def remember(
                         )
                     item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
                     return Outcome("reinforced", item, note="; ".join(notes))
+            if not active:
+                # The same fact under another topic name (the person's "remember that ..."
+                # and the model's write_memory name topics differently): a repeat, not a copy.
+                for old in _same_content(conn, profile, fact, assistant):
+                    if source_turn_id is not None and _mentioned_in(conn, old.id, source_turn_id):
+                        return Outcome(
+                            "skipped", old, note=f"turn #{source_turn_id} already counted"
+                        )
+                    item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
+                    notes.append(f"the same fact as #{old.id} (topic {old.topic})")
+                    return Outcome("reinforced", item, note="; ".join(notes))
             if assistant is not None and not active:
                 # An assistant's fact that only repeats the shared one: the shared one is
                 # reinforced rather than shadowed by a copy.
@@ -320,6 +331,21 @@ def remember(
         evicted=tuple(evicted),
         note="; ".join(notes),
     )
+
+
+def _same_content(
+    conn: sqlite3.Connection, profile: str, fact: Fact, assistant: str | None
+) -> list[MemoryItem]:
+    """Active items of the scope whose content is the same fact as ``fact`` (by the strict
+    rule, `equivalent`) whatever their topic, oldest first; candidates are found by the
+    stored content key, so this is one indexed-by-profile read."""
+    rows = conn.execute(
+        "SELECT * FROM memory_items WHERE profile = ? AND status = 'active' AND content_key = ? "
+        "AND coalesce(assistant, '') = coalesce(?, '') ORDER BY id",
+        (profile, content_key(fact.label, fact.properties), assistant),
+    ).fetchall()
+    found = [row_to_item(r) for r in rows]
+    return [o for o in found if equivalent(o.label, o.properties, fact.label, fact.properties)]
 
 
 def _on_topic(

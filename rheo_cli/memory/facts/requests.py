@@ -130,7 +130,40 @@ _PATTERNS = [(k, p, re.compile(rx, re.IGNORECASE | re.VERBOSE)) for k, p, rx in 
 
 _PRONOUNS = frozenset("that this it ca cela ceci das dies esto eso".split())  # noqa: SIM905
 """Content that only points back ("don't forget that!"): nothing to store."""
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
+_BOUNDARY = re.compile(r"([.!?;])\s+|\n+")
+_ABBREVIATIONS = frozenset(
+    """dr mr mrs ms mme mlle m st jr sr snr prof rev fr sra srta dra hr fr frau herr no nr
+    vs etc approx ave rd blvd mt ft inc ltd co corp dept univ fig vol ed e.g i.e a.m p.m u.s
+    u.k z.b bzw ca usw d.h av avda c calle""".split()  # noqa: SIM905
+)
+"""Words whose period does not end a sentence ("Dr. Okafor", "St. James", "7 a.m. sharp")."""
+
+
+def _sentences(text: str) -> list[str]:
+    """``text`` cut into sentences at ``.``, ``!``, ``?`` or ``;`` followed by space, and at
+    line breaks; on the same line, a period after an abbreviation, an initial or a dotted word
+    ("a.m."), or before a lower-case word, does not end a sentence."""
+    out: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        mark = match.group(1)
+        if mark == "." and "\n" not in match.group(0):
+            head = text[start : match.start(1)]
+            word = head.rsplit(None, 1)[-1].lower() if head.strip() else ""
+            following = text[match.end() : match.end() + 1]
+            if (
+                word in _ABBREVIATIONS
+                or (len(word) == 1 and word.isalpha())
+                or "." in word
+                or following.islower()
+            ):
+                continue
+        out.append(text[start : match.end(1) if mark else match.start()])
+        start = match.end()
+    out.append(text[start:])
+    return out
+
+
 _TO_DO = re.compile(r"^(?:to|d'|de|zu|de\s+que)\s+", re.IGNORECASE)
 
 
@@ -156,7 +189,7 @@ def detect(text: str) -> list[Request]:
     """The requests in ``text`` (the person's own words: strip documents with `own_words`
     first), in order. A sentence ending in ``?`` is a question, never a request."""
     found: list[Request] = []
-    for raw in _SENTENCE_END.split(text.replace("’", "'")):
+    for raw in _sentences(text.replace("’", "'")):
         sentence = raw.strip().lstrip("¡¿\"'«„“ ").strip()
         if not sentence:
             continue
