@@ -95,6 +95,10 @@ def purge(
         if not 1 <= ref_id <= MAX_ID:
             raise UsageError(f"no {what} #{ref_id}")
     rt = runtime_for(profile)
+    if rt.store_url:
+        raise UsageError(
+            "rheo purge works on the SQLite store; on PostgreSQL it is not available yet"
+        )
     target = engine.plan(rt.conn, profile=rt.profile, what=what, ref_id=ref_id)
     typed = {
         t.content for t in ledger.get_turns(rt.conn, rt.profile, target.turns) if t.role == "user"

@@ -30,6 +30,7 @@ MEANINGS = {
     "/help": "list the commands",
     "/new": "start a new session",
     "/retry": "send the last question again",
+    "/incognito": "stop (or resume) storing anything",
     "/context": "the context rheo would inject",
     "/history": "search earlier turns",
     "/memory": "what rheo remembers",
