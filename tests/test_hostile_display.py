@@ -346,3 +346,25 @@ def test_nul_bytes_and_binary_on_stdin_are_refused_in_one_line(home):
     )
     err = result.stderr.decode()
     assert result.returncode == 2 and "binary" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http//user:secretA1@127.0.0.1:1",  # a mistyped scheme
+        "user:secretB2@127.0.0.1:1",  # no scheme
+        "http://user:p@secretC3@127.0.0.1:1",  # an @ inside the password
+        "ht!tp://us er:secretD4@[::1",  # not a URL at all
+    ],
+)
+def test_a_password_in_any_shape_of_base_url_is_never_printed_or_stored(rheo, home, url):
+    result = rheo(
+        "ask", "--provider", "anthropic", "q", ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="k"
+    )
+    assert result.exit_code == 1
+    files = [f for f in (home / "rheo.db", home / "rheo.db-wal") if f.exists()]
+    assert files, "the person's turn and the error turn are stored"
+    for word in ("secretA1", "secretB2", "secretC3", "secretD4"):
+        assert word not in result.stderr + result.stdout
+        for f in files:
+            assert word.encode() not in f.read_bytes(), f

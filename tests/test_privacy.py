@@ -165,6 +165,7 @@ def test_repl_incognito_toggle(api, home):
 def test_files_are_0600_and_folders_0700(rheo, api, home):
     api.queue(text("hi"))
     assert rheo("ask", "hello").exit_code == 0
+    (home / "backups").mkdir(mode=0o700)  # backup refuses a folder that does not exist
     assert rheo("backup", str(home / "backups" / "copy.db")).exit_code == 0
     assert rheo("export", "-o", str(home / "out.jsonl")).exit_code == 0
     for path in [home, *home.rglob("*")]:

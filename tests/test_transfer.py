@@ -216,3 +216,27 @@ def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
     os.replace(dest, monkey_home / "rheo.db")
     rows = sqlite3.connect(monkey_home / "rheo.db").execute("SELECT content FROM turns").fetchall()
     assert rows[0][0] == "hello"
+
+
+def test_a_bad_time_is_refused_before_anything_is_imported(rheo, api, monkeypatch, home, tmp_path):
+    import json
+
+    seed(rheo, api, monkeypatch)
+    lines = rheo("export").stdout.splitlines()
+    turn_line = next(n for n, line in enumerate(lines) if json.loads(line)["type"] == "turn")
+    fresh = tmp_path / "fresh"
+    monkeypatch.setenv("RHEO_HOME", str(fresh))
+    for bad in ("garbage", "2026-11-20 10:00", "9999-12-31T23:59:59.000Z", 12):
+        record = json.loads(lines[turn_line])
+        record["ts"] = bad
+        broken = tmp_path / "broken.jsonl"
+        broken.write_text(
+            "\n".join([*lines[:turn_line], json.dumps(record), *lines[turn_line + 1 :]]) + "\n"
+        )
+        result = rheo("import", str(broken))
+        assert result.exit_code == 1, (bad, result.stdout)
+        assert f"line {turn_line + 1}: ts" in result.stderr, result.stderr
+        assert "nothing was imported" in result.stderr
+        if (fresh / "rheo.db").exists():
+            assert db_rows(fresh, "SELECT count(*) FROM turns")[0][0] == 0
+    assert rheo("history", "recent").exit_code == 0  # the store is still usable

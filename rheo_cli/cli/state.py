@@ -31,7 +31,7 @@ def runtime_for(  # type: ignore[no-untyped-def]
     chosen = profile if profile is not None else GLOBAL.profile
     return runtime.build(
         profile=chosen,
-        model=model or GLOBAL.model,
+        model=model if model is not None else GLOBAL.model,
         provider=provider if provider is not None else GLOBAL.provider,
         assistant=assistant if assistant is not None else GLOBAL.assistant,
     )

@@ -36,9 +36,16 @@ def backup(
     from ..memory import archive
 
     target = path.expanduser()
+    if not str(path).strip() or target.is_dir():
+        raise UsageError(f"{str(path) or 'an empty path'} is a folder: name the new file")
     if not target.parent.is_dir():
         raise UsageError(f"no such folder: {target.parent} (create it first)")
     rt = runtime_for(None)
+    own = {rt.paths.db, rt.paths.config} | {
+        rt.paths.db.with_name(rt.paths.db.name + s) for s in ("-wal", "-shm", "-journal")
+    }
+    if target.absolute() in {f.absolute() for f in own}:
+        raise UsageError(f"{target} is one of rheo's own files: choose another name")
     if rt.store_url:
         raise UsageError(
             "rheo backup copies the SQLite file; on PostgreSQL use pg_dump (or rheo export)"

@@ -25,6 +25,7 @@ from typing import Any
 
 from .store.db import ensure_private_dir, write
 from .store.errors import InvalidInput, StoreError
+from .store.timeutil import from_stored, to_stored
 
 FORMAT = "rheo-export"
 VERSION = 1
@@ -321,6 +322,24 @@ def _need(rec: dict[str, Any], line: int, *names: str) -> None:
         raise InvalidInput(f"line {line}: a {rec.get('type')} record needs {', '.join(missing)}")
 
 
+def _check_times(rec: dict[str, Any], line: int) -> None:
+    """Every time of a record (``ts`` and ``*_at`` fields) must be stored UTC text exactly as
+    rheo writes it (``2026-11-20T10:00:00.000Z``): anything else would sort wrongly or break
+    every later read of the profile. Raises InvalidInput naming the line and field."""
+    for name, value in rec.items():
+        if not (name == "ts" or name.endswith("_at")) or value is None:
+            continue
+        try:
+            ok = isinstance(value, str) and to_stored(from_stored(value)) == value
+        except (InvalidInput, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            raise InvalidInput(
+                f"line {line}: {name} {value!r} is not a UTC time as rheo writes it "
+                "(e.g. 2026-11-20T10:00:00.000Z)"
+            )
+
+
 def import_records(
     conn: sqlite3.Connection, records: Iterable[tuple[int, dict[str, Any]]]
 ) -> ImportCounts:
@@ -356,6 +375,7 @@ def import_records(
                 counts.present += 1
                 continue
 
+            _check_times(rec, line)
             ref = _Refs(known, rec, line)
             try:
                 new_id = _insert(conn, kind, rec, line, profile, ref, links)

@@ -17,6 +17,7 @@ from typing import Any
 
 from .store.db import write
 from .store.pg import dialect
+from .text.secrets import mask
 
 KINDS = ("extract", "digest")
 MAX_ATTEMPTS = 5
@@ -161,7 +162,7 @@ def complete(conn: sqlite3.Connection, job_id: int, *, ts: str, notes: list[str]
         conn.execute(
             "UPDATE jobs SET status = 'done', lease_until = NULL, leased_by = NULL, "
             "notes = ?, updated_at = ? WHERE id = ?",
-            (json.dumps(notes, ensure_ascii=False), ts, job_id),
+            (json.dumps([mask(n) for n in notes], ensure_ascii=False), ts, job_id),
         )
 
 
@@ -189,7 +190,7 @@ def fail(
                 attempts,
                 error[:500],
                 retry_at,
-                json.dumps(notes or [], ensure_ascii=False),
+                json.dumps([mask(n) for n in notes or []], ensure_ascii=False),
                 ts,
                 job_id,
             ),

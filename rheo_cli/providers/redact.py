@@ -10,8 +10,13 @@ _PATTERNS = (
     re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
     re.compile(r"(?i)\b(bearer|basic|x-api-key:?)\s+[^\s'\"]+"),
 )
-# ``scheme://user:password@host``: the credential part of a URL (ANTHROPIC_BASE_URL).
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@'\"]*@")
+# ``scheme://user:password@host``: the credential part of a URL (ANTHROPIC_BASE_URL), up to
+# the last ``@`` of the address (a password may hold one).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#'\"]*@")
+# ``user:password@host`` without a scheme, or after a mistyped one (``http//``).
+_BARE_USERINFO = re.compile(r"(^|[\s/'\"(])[^\s/@'\":]+:(?!//)[^\s'\"]*@")
+_URL_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+"""Variables holding an endpoint whose password, if any, is redacted literally too."""
 # ``?key=...``, ``&access_token=...``: query parameters that carry a credential.
 _QUERY_SECRET = re.compile(
     r"(?i)([?&;](?:[a-z0-9_\-]*?(?:key|token|secret|password|passwd|pwd|auth|signature|sig)"
@@ -44,7 +49,17 @@ def redact(text: str) -> str:
         for variant in {secret, secret.strip()}:
             if len(variant) >= 8:
                 out = out.replace(variant, "[redacted]")
+    for name in _URL_ENV:
+        url = os.environ.get(name, "")
+        if "@" in url:
+            # Whatever its shape, everything before the last "@" of the address is credential.
+            address = url.split("://", 1)[-1].split("/", 1)[0]
+            userinfo = address.rpartition("@")[0]
+            for piece in {userinfo, *userinfo.split(":")}:
+                if len(piece) >= 4:
+                    out = out.replace(piece, "[redacted]")
     out = _USERINFO.sub(lambda m: m.group(1) + "[redacted]@", out)
+    out = _BARE_USERINFO.sub(lambda m: m.group(1) + "[redacted]@", out)
     out = _QUERY_SECRET.sub(lambda m: m.group(1) + "[redacted]", out)
     out = _HEADER.sub(lambda m: m.group(1) + m.group(2) + "[redacted]", out)
     for pattern in _PATTERNS:

@@ -75,11 +75,12 @@ def has_secret(text: str) -> bool:
 
 
 def mask_value(value: object) -> object:
-    """`mask` applied to every string inside a JSON-like value (dicts, lists), keys kept."""
+    """`mask` applied to every string inside a JSON-like value (dicts, lists), keys included
+    (a secret used as a property name is still a secret)."""
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, dict):
-        return {k: mask_value(v) for k, v in value.items()}
+        return {mask(k) if isinstance(k, str) else k: mask_value(v) for k, v in value.items()}
     if isinstance(value, list):
         return [mask_value(v) for v in value]
     return value
