@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import db_rows
 
-BIN = Path(__file__).resolve().parent / "bin"
+BIN = Path(__file__).resolve().parent.parent / "bin"
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from rheo_cli.memory import jobs
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.errors import InvalidInput
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent.parent / "data"
 CHATGPT = DATA / "chatgpt_conversations.json"
 CLAUDE = DATA / "claude_conversations.json"
 

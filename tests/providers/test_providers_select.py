@@ -19,7 +19,7 @@ from helpers import db_rows, route
 from rheo_cli.providers import factory
 from rheo_cli.providers.settings import ProviderSettings
 
-BIN = Path(__file__).resolve().parent / "bin"
+BIN = Path(__file__).resolve().parent.parent / "bin"
 
 
 def choose(settings=None, **kw):

@@ -14,7 +14,7 @@ import pytest
 from fakeapi import text, tool_use
 from helpers import db_rows, kind_of, route
 
-PACKAGE = Path(__file__).resolve().parent.parent / "rheo_cli"
+PACKAGE = Path(__file__).resolve().parents[2] / "rheo_cli"
 
 ZONES = {
     "UTC+10": ("Australia/Brisbane", "2026-11-30T21:00:00+10:00"),
