@@ -39,14 +39,14 @@ def _strings(value: object) -> list[str]:
     ]
 
 
-def run(rt: Runtime, job: Job) -> list[str]:
+def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
     turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
     if not turns:
         notes = ["session has no text; no digest"]
-        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+        jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
         return notes
     shown = (
         turns if len(turns) <= MAX_TURNS else (turns[: MAX_TURNS // 2] + turns[-MAX_TURNS // 2 :])
@@ -79,13 +79,14 @@ def run(rt: Runtime, job: Job) -> list[str]:
     if not narrative:
         raise DigestUnusable("the digest reply had no narrative")
     with write(rt.conn):  # the digest, its facts and the job's completion commit together
-        notes += _store(rt, job, session, turns, parsed, narrative, model)
+        notes += _store(rt, job, worker, session, turns, parsed, narrative, model)
     return notes
 
 
 def _store(
     rt: Runtime,
     job: Job,
+    worker: str,
     session: sessions.Session,
     turns: list[ledger.Turn],
     parsed: Parsed,
@@ -122,5 +123,5 @@ def _store(
         rt, parsed.facts, source="digest", when=when, turn_of=by_id, default_turn=last_user
     )
     notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
-    jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+    jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

@@ -61,7 +61,7 @@ def build_prompt(
     return "\n".join(lines), {i.id: i.topic for i in shown}
 
 
-def run(rt: Runtime, job: Job) -> list[str]:
+def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     """Extract facts for one exchange; returns the job's notes (repairs, drops, outcomes).
 
     Raises AllExtractorsFailed when no extractor answered (the job is retried later)."""
@@ -79,5 +79,5 @@ def run(rt: Runtime, job: Job) -> list[str]:
             rt, parsed.facts, source="extractor", when=when, turn_of={}, default_turn=person
         )
         notes.append(f"{model}: {len(parsed.facts)} fact(s)")
-        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+        jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes
