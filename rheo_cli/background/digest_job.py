@@ -10,6 +10,7 @@ from ..memory.jobs import Job
 from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.digests import store_digest
+from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
@@ -123,5 +124,6 @@ def _store(
         rt, parsed.facts, source="digest", when=when, turn_of=by_id, default_turn=last_user
     )
     notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
+    crash.reach("digest.store")
     jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

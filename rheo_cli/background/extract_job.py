@@ -11,6 +11,7 @@ from ..memory.facts import items as item_store
 from ..memory.facts.parsing import parse_facts
 from ..memory.jobs import Job
 from ..memory.ledger import turns as ledger
+from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
@@ -79,5 +80,6 @@ def run(rt: Runtime, job: Job, worker: str) -> list[str]:
             rt, parsed.facts, source="extractor", when=when, turn_of={}, default_turn=person
         )
         notes.append(f"{model}: {len(parsed.facts)} fact(s)")
+        crash.reach("extract.store")
         jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

@@ -15,7 +15,7 @@ from ..errors import ExitStatus
 from ..ui.output import quiet_stdout
 from . import ask as ask_cmd
 from . import chat as chat_cmd
-from . import context_cmd, digests_cmd, history, memory_cmd, paths_cmd, sessions_cmd
+from . import context_cmd, digests_cmd, doctor_cmd, history, memory_cmd, paths_cmd, sessions_cmd
 from .errors import say_error
 from .options import Model, New, Profile
 from .state import GLOBAL
@@ -57,6 +57,7 @@ app.add_typer(memory_cmd.items_app, name="items")
 app.add_typer(digests_cmd.app, name="digests")
 app.add_typer(digests_cmd.jobs_app, name="jobs")
 app.command()(digests_cmd.maintain)
+app.command()(doctor_cmd.doctor)
 
 
 def run(argv: list[str] | None = None) -> int:

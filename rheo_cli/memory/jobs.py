@@ -317,3 +317,14 @@ def sessions_awaiting_digest(
         (profile, closed_before),
     ).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def status_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many jobs of every profile are in each status (``pending``, ``failed``...)."""
+    rows = conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+def profiles_with_sessions(conn: sqlite3.Connection) -> list[str]:
+    """Every profile that has a session, sorted."""
+    return [str(r[0]) for r in conn.execute("SELECT DISTINCT profile FROM sessions ORDER BY 1")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
@@ -52,7 +53,12 @@ def run_turn(state: ReplState, text: str) -> None:
     new = state.force_new
     state.force_new = False
     try:
-        state.assistant.turn(text, new_session=new, on_text=writer)
+        state.assistant.turn(
+            text,
+            new_session=new,
+            on_text=writer,
+            on_context=lambda ctx: [state.say(f"rheo: note: {n}") for n in ctx.notes],
+        )
         writer.finish()
     except TurnInterrupted as exc:
         writer.finish()
@@ -64,6 +70,9 @@ def run_turn(state: ReplState, text: str) -> None:
     except TurnFailed as exc:
         writer.finish()
         state.say(f"rheo: {exc.error}")
+    except sqlite3.Error as exc:  # the ledger cannot be written: say so, keep the REPL
+        writer.finish()
+        state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
     finally:
         kick_background(state.rt)
 

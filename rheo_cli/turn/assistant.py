@@ -18,6 +18,7 @@ from .. import prompts
 from ..memory.context import assemble as context_mod
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
+from ..memory.store import crash, health
 from ..providers.base import (
     ChatRequest,
     Finished,
@@ -167,33 +168,75 @@ class Assistant:
         self.run_tool = run_tool
         self.after_reply = after_reply
         self.on_session_closed = on_session_closed
+        self.repairs: list[str] = []
+        """One-line notes of store repairs made during the last turn (shown to the person)."""
 
     def store_message(self, message: str, *, new_session: bool = False) -> ledger.Appended:
-        """Commit the person's turn (session detection included) and return it."""
-        appended = ledger.append_turn(
-            self.rt.conn,
-            profile=self.rt.profile,
-            role="user",
-            content=message,
-            now=self.rt.now(),
-            gap_s=self.rt.settings.gap_s,
-            new_session=new_session,
-        )
+        """Commit the person's turn (session detection included) and return it.
+
+        If the insert fails on a damaged or missing search index (an FTS5 index derived from
+        the turns), the indexes are rebuilt from the tables and the insert tried once more,
+        with a note in `repairs`. Raises sqlite3.Error when the ledger cannot be written."""
+
+        def append() -> ledger.Appended:
+            return ledger.append_turn(
+                self.rt.conn,
+                profile=self.rt.profile,
+                role="user",
+                content=message,
+                now=self.rt.now(),
+                gap_s=self.rt.settings.gap_s,
+                new_session=new_session,
+            )
+
+        try:
+            appended = append()
+        except sqlite3.DatabaseError as exc:
+            text = str(exc).lower()
+            if any(w in text for w in ("locked", "busy", "readonly", "read-only", "full")):
+                raise
+            try:
+                rebuilt = health.rebuild_indexes(self.rt.conn)
+            except sqlite3.DatabaseError:
+                raise exc from None
+            appended = append()
+            self.repairs.append(
+                f"the search index was damaged ({' '.join(str(exc).split())[:120]}); "
+                f"rebuilt {', '.join(rebuilt)} from the ledger"
+            )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
         return appended
 
     def context_for(self, user_turn: ledger.Turn) -> Context:
-        """Assemble the context for a stored user turn (its own text is the message)."""
-        return context_mod.assemble(
-            self.rt.conn,
-            profile=self.rt.profile,
-            message=user_turn.content,
-            now=self.rt.now(),
-            settings=self.rt.settings,
-            session_id=user_turn.session_id,
-            before_turn_id=user_turn.id,
-        )
+        """Assemble the context for a stored user turn (its own text is the message).
+
+        Memory never stops the chat: parts of the store that cannot be read are left out with
+        a note, and if nothing can be read the message goes alone, with a note."""
+        try:
+            ctx = context_mod.assemble(
+                self.rt.conn,
+                profile=self.rt.profile,
+                message=user_turn.content,
+                now=self.rt.now(),
+                settings=self.rt.settings,
+                session_id=user_turn.session_id,
+                before_turn_id=user_turn.id,
+                tolerant=True,
+            )
+        except sqlite3.DatabaseError as exc:
+            ctx = Context(
+                sections=[],
+                message=user_turn.content,
+                budget=self.rt.settings.budget_tokens,
+                session_id=user_turn.session_id,
+                notes=[
+                    f"memory unreadable ({' '.join(str(exc).split())[:160]}); answering "
+                    "without it; 'rheo doctor' checks the store"
+                ],
+            )
+        ctx.notes[:0] = self.repairs
+        return ctx
 
     def turn(
         self,
@@ -210,6 +253,7 @@ class Assistant:
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases.
         """
+        self.repairs = []
         user_turn = self.store_message(message, new_session=new_session).turn
         ctx = self.context_for(user_turn)
         if on_context is not None:
@@ -237,6 +281,7 @@ class Assistant:
                         parts.append(delta)
                         if on_text is not None:
                             on_text(delta)
+                        crash.reach("reply.delta")
                     elif isinstance(event, ToolCall):
                         pending.append(event)
                     elif isinstance(event, Finished):
@@ -319,6 +364,7 @@ class Assistant:
         if error:
             meta["error"] = error
         meta["reply_to"] = user_turn.id
+        crash.reach("reply.record")
         for attempt in range(RECORD_ATTEMPTS):
             try:
                 return ledger.append_turn(

@@ -7,7 +7,9 @@ stored text cannot forge a header, and each carries its source row and the turns
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, tzinfo
+from typing import TypeVar
 
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
@@ -28,6 +30,7 @@ from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
 
+T = TypeVar("T")
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
 
@@ -43,36 +46,67 @@ def collect(
     session_id: int | None,
     before_turn_id: int | None,
     budget: int,
+    unreadable: dict[str, str] | None = None,
 ) -> dict[str, list[Line]]:
-    """Candidate lines for every section, keyed by section name (see `context.ORDER`)."""
-    active = item_store.list_items(conn, profile, statuses=("active",))
+    """Candidate lines for every section, keyed by section name (see `context.ORDER`).
+
+    A section whose part of the store cannot be read (a damaged index, a missing table, a
+    corrupt row) comes back empty, and ``unreadable`` (when given) gets section -> reason:
+    memory never stops the chat. Without ``unreadable`` such errors are raised."""
+
+    def guarded(section: str, read: Callable[[], T], empty: T) -> T:
+        if unreadable is None:
+            return read()
+        try:
+            return read()
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            unreadable[section] = " ".join(str(exc).split())[:160] or type(exc).__name__
+            return empty
+
+    no_items: list[item_store.MemoryItem] = []
+    none: list[Line] = []
+    active = guarded(
+        CURRENT_MEMORY, lambda: item_store.list_items(conn, profile, statuses=("active",)), no_items
+    )
     query = analyse(message, now)
     out = {
-        OPEN_ITEMS: open_item_lines(active, now, tz, budget),
-        EPISODIC: episodic_lines(conn, profile, tz, settings, budget),
-        CURRENT_MEMORY: memory_lines(
-            conn, profile, active, message, now, tz, settings, budget, query=query
+        OPEN_ITEMS: guarded(OPEN_ITEMS, lambda: open_item_lines(active, now, tz, budget), none),
+        EPISODIC: guarded(
+            EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget), none
+        ),
+        CURRENT_MEMORY: guarded(
+            CURRENT_MEMORY,
+            lambda: memory_lines(
+                conn, profile, active, message, now, tz, settings, budget, query=query
+            ),
+            none,
         ),
         CURRENT_SESSION: [],
     }
     if session_id is not None:
-        out[CURRENT_SESSION] = session_lines(
-            conn, profile, session_id, before_turn_id, tz, settings, budget
+        out[CURRENT_SESSION] = guarded(
+            CURRENT_SESSION,
+            lambda: session_lines(conn, profile, session_id, before_turn_id, tz, settings, budget),
+            none,
         )
     skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
     if before_turn_id is not None:
         skip_turns.add(before_turn_id)
     skip_digests = {int(line.source.split(":")[1]) for line in out[EPISODIC]}
-    out[RELEVANT_HISTORY] = relevant.collect(
-        conn,
-        profile=profile,
-        message=message,
-        query=query,
-        now=now,
-        tz=tz,
-        budget=budget,
-        skip_turns=skip_turns,
-        skip_digests=skip_digests,
+    out[RELEVANT_HISTORY] = guarded(
+        RELEVANT_HISTORY,
+        lambda: relevant.collect(
+            conn,
+            profile=profile,
+            message=message,
+            query=query,
+            now=now,
+            tz=tz,
+            budget=budget,
+            skip_turns=skip_turns,
+            skip_digests=skip_digests,
+        ),
+        none,
     )
     return out
 

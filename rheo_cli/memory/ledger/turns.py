@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..store import crash
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.timeutil import to_stored
@@ -186,6 +187,7 @@ def append_turn(
             ),
         )
         turn_id = cur.lastrowid
+        crash.reach("turn.append")
     assert turn_id is not None
     turn = Turn(
         id=turn_id,

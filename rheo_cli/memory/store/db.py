@@ -92,6 +92,7 @@ def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (e.g. SQLITE_CORRUPT)
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")

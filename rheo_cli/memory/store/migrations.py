@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from . import crash
 from .errors import StoreError
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -324,6 +325,7 @@ def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> list[s
                 (current + 1, step.__name__, datetime.now(UTC).isoformat(timespec="seconds")),
             )
             conn.execute(f"PRAGMA user_version = {current + 1}")
+            crash.reach("migrate.step")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
