@@ -83,9 +83,7 @@ def maintain(
     profile: Profile = None,
     retry_failed: Annotated[
         bool,
-        typer.Option(
-            "--retry-failed", help="Re-queue jobs that failed for good, then run them."
-        ),
+        typer.Option("--retry-failed", help="Re-queue jobs that failed for good, then run them."),
     ] = False,
 ) -> None:
     """Run pending memory work now (extraction, digests).

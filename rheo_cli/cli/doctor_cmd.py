@@ -72,6 +72,7 @@ def _fix_private(home: Path) -> int:
 
 def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str]]:
     """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
+    from .. import clock
     from .. import config as config_mod
     from ..errors import RheoError
     from ..memory import jobs
@@ -168,7 +169,10 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         if not missing:
             if repair:
                 queued = 0
-                now = datetime.now(UTC)
+                try:
+                    now = clock.from_env()()
+                except RheoError:
+                    now = datetime.now(UTC)
                 closed_before = to_stored(now - timedelta(seconds=gap_s))
                 for prof in jobs.profiles_with_sessions(conn):
                     for session_id in jobs.sessions_awaiting_digest(

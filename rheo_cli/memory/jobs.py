@@ -157,8 +157,7 @@ def renew(
     Returns False when the job is no longer this worker's."""
     with write(conn):
         cur = conn.execute(
-            "UPDATE jobs SET lease_until = ? WHERE id = ? AND status = 'running' "
-            "AND leased_by = ?",
+            "UPDATE jobs SET lease_until = ? WHERE id = ? AND status = 'running' AND leased_by = ?",
             (wall_now + lease_s, job_id, worker),
         )
         return cur.rowcount == 1

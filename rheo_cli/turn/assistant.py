@@ -19,6 +19,7 @@ from ..memory.context import assemble as context_mod
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
 from ..memory.store import crash, health
+from ..memory.store.errors import EngineError
 from ..providers.base import (
     ChatRequest,
     Finished,
@@ -224,7 +225,7 @@ class Assistant:
                 before_turn_id=user_turn.id,
                 tolerant=True,
             )
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, EngineError) as exc:
             ctx = Context(
                 sections=[],
                 message=user_turn.content,

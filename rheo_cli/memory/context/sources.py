@@ -25,7 +25,7 @@ from ..retrieval.lines import (
 )
 from ..retrieval.query import Query, analyse
 from ..retrieval.relevance import COVERAGE_WEIGHT, Scorer
-from ..store.errors import NotFound
+from ..store.errors import EngineError, NotFound
 from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
@@ -59,7 +59,7 @@ def collect(
             return read()
         try:
             return read()
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+        except (sqlite3.DatabaseError, EngineError, ValueError, TypeError, KeyError) as exc:
             unreadable[section] = " ".join(str(exc).split())[:160] or type(exc).__name__
             return empty
 
