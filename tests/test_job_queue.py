@@ -207,3 +207,30 @@ def test_maintain_retry_failed_requeues_failed_jobs(rheo, api, home):
     assert "1 failed job(s) re-queued" in again.stdout
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "done"
     assert [r[0] for r in db_rows(home, "SELECT label FROM memory_items")] == ["Lives in Porto"]
+
+
+def test_extraction_pairs_a_reply_with_its_own_question_when_others_came_between(rheo, api, home):
+    from helpers import request_text
+
+    from rheo_cli.memory.ledger import turns as ledger
+
+    rt = runtime.build()
+    now = rt.now()
+
+    def add(role, content, **kw):
+        return ledger.append_turn(
+            rt.conn, profile="default", role=role, content=content, now=now, gap_s=7200, **kw
+        ).turn
+
+    mine = add("user", "I adopted a dog called Rex.")
+    for n in range(5):  # other processes' questions arrive before this reply is stored
+        add("user", f"someone else's question {n}")
+    reply = add("assistant", "Congratulations!", status="ok", meta={"reply_to": mine.id})
+    jobs.enqueue(rt.conn, profile="default", kind="extract", ref_id=reply.id, ts=TS)
+    rt.close()
+    route(api, extract=facts_reply({"topic": "pet", "label": "Has a dog called Rex"}))
+    assert rheo("maintain").exit_code == 0
+    sent = request_text([r for r in api.message_requests if kind_of(r) == "extract"][0])
+    assert "Person: I adopted a dog called Rex." in sent
+    assert "someone else" not in sent.split("Exchange:")[1]
+    assert db_rows(home, "SELECT source_turn_id FROM memory_items")[0][0] == mine.id

@@ -25,8 +25,15 @@ TURN_TOKENS = 1500
 
 
 def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
-    """The (person's turn, reply) pair a job refers to (``ref_id`` is the reply)."""
+    """The (person's turn, reply) pair a job refers to (``ref_id`` is the reply): the turn
+    the reply names in ``meta.reply_to`` — with several processes asking at once, other turns
+    may come between them — else the last question before it."""
     reply = ledger.get_turn(rt.conn, job.profile, job.ref_id)
+    asked = reply.meta.get("reply_to") if isinstance(reply.meta, dict) else None
+    if isinstance(asked, int):
+        person = ledger.get_turn(rt.conn, job.profile, asked)
+        if person.role == "user" and person.session_id == reply.session_id:
+            return person, reply
     before = ledger.session_turns(
         rt.conn, job.profile, reply.session_id, limit=4, before_id=reply.id
     )
