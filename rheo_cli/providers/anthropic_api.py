@@ -226,6 +226,11 @@ class AnthropicProvider:
             )
         if isinstance(exc, anthropic.APIStatusError):
             return _status_error(exc)
+        if isinstance(exc, ValueError) and type(exc).__name__ == "JSONDecodeError":
+            return ProviderError(
+                "stream_broken" if started else "other",
+                f"the API sent a malformed event ({_one_line(str(exc), 120)})",
+            )
         transport = type(exc).__module__.split(".")[0].startswith(("httpx", "httpcore", "h11"))
         if transport and "Timeout" in type(exc).__name__:
             return ProviderError(
@@ -259,8 +264,27 @@ def _retry_after(exc: Any) -> float | None:
 
 def _status_error(exc: Any) -> ProviderError:
     error = _classify_status(exc)
-    error.retry_after_s = _retry_after(exc)
+    wait = _retry_after(exc)
+    error.retry_after_s = wait
+    if wait is not None and wait >= 1 and error.kind in ("rate_limit", "overloaded"):
+        what = "rate limited" if error.kind == "rate_limit" else "the API is overloaded"
+        code = 429 if error.kind == "rate_limit" else 529
+        error = ProviderError(
+            error.kind,
+            f"{what} ({code}): the API asked to wait {_seconds(wait)}",
+            status=error.status,
+            retry_after_s=wait,
+        )
     return error
+
+
+def _seconds(value: float) -> str:
+    """``60 s``, ``2 min 5 s``: a wait as a person reads it."""
+    whole = round(value)
+    if whole < 120:
+        return f"{whole} s"
+    minutes, seconds = divmod(whole, 60)
+    return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
 
 
 def _classify_status(exc: Any) -> ProviderError:
