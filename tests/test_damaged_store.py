@@ -243,7 +243,7 @@ def test_doctor_reports_a_newer_schema_and_an_unreadable_config(rheo, api, home,
     (home / "config.toml").write_text("model = [broken\n")
     code, report = _doctor(rheo)
     bad = {c["name"]: c["detail"] for c in report["checks"] if not c["ok"]}
-    assert code == 1 and "newer than this rheo" in bad["schema"] and "config" in bad
+    assert code == 1 and "newer than this rheo" in bad["database"] and "config" in bad
 
 
 def test_fts_checks_pass_on_a_fresh_and_a_repaired_store(tmp_path):
