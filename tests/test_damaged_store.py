@@ -36,6 +36,21 @@ DAMAGE = {
 }
 
 
+SAID = {
+    "turns index corrupt": "memory partly unreadable (relevant history:",
+    "turns index missing": "rebuilt turns_fts, turns_cjk, memory_items_fts, digests_fts",
+    "trigram index corrupt": "memory partly unreadable (relevant history:",
+    "items index corrupt": "memory partly unreadable (relevant history:",
+    "items index missing": "memory partly unreadable (relevant history:",
+    "digests index missing": "memory partly unreadable (relevant history:",
+    "items table missing": "memory partly unreadable (current memory, relevant history:",
+    "digests table missing": "memory partly unreadable (episodic memory, relevant history:",
+    "corrupt item row": "memory partly unreadable (current memory:",
+    "corrupt digest row": "memory partly unreadable (episodic memory:",
+}
+"""What the one note line says for each damage."""
+
+
 def _seed(rheo, api, monkeypatch):
     """Two sessions with turns (one in Chinese), a memory item and a digest."""
     route(
@@ -81,7 +96,7 @@ def test_ask_answers_through_damage_and_says_so_once(rheo, api, home, monkeypatc
     assert result.stdout == "Noted.\n"
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("rheo: note: "), result.stderr
-    assert "memory" in lines[0] or "index" in lines[0]
+    assert SAID[case] in lines[0], lines[0]
     after = _ledger(home)
     assert after[: len(before)] == before  # the ledger's content untouched
     assert [r[1:] for r in after[len(before) :]] == [
