@@ -28,7 +28,20 @@ def command_of(argv: list[str]) -> str | None:
 
 def main() -> None:
     """Entry point of the ``rheo`` script."""
-    if command_of(sys.argv[1:]) in ("", "ask", "chat"):
+    import os
+
+    completing = bool(os.environ.get("_RHEO_COMPLETE"))  # the shell asks for Tab completions
+    quick = {"--version", "-V", "--install-completion", "--show-completion"}
+    if (
+        not completing
+        and not quick & set(sys.argv[1:])
+        and command_of(sys.argv[1:])
+        in (
+            "",
+            "ask",
+            "chat",
+        )
+    ):
         from .providers.anthropic_api import preload
 
         preload()

@@ -28,3 +28,12 @@ class UsageError(RheoError):
 
 class ConfigError(RheoError):
     """``config.toml`` or an environment variable holds something rheo cannot use."""
+
+
+class NoProviderConfigured(UsageError):
+    """No model provider is configured or found; ``detail`` says, over several lines, how to
+    configure one (printed under the one-line error)."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING
 
 from . import clock as clock_mod
 from . import config as config_mod
-from .errors import ConfigError, UsageError
+from .errors import ConfigError, NoProviderConfigured, UsageError
+from .memory.ledger import closing
 from .memory.store import db
-from .memory.store.errors import InvalidInput
+from .memory.store.errors import EngineError, InvalidInput
 from .memory.store.profiles import DEFAULT_PROFILE, check_profile
 from .memory.store.settings import Settings
 from .paths import Paths, resolve
+from .providers import factory
 
 if TYPE_CHECKING:
     from .providers.base import Provider
@@ -27,15 +29,27 @@ if TYPE_CHECKING:
 
 @dataclass
 class Runtime:
-    """What a command works with. ``model`` is resolved: ``-m`` > ``RHEO_MODEL`` > config."""
+    """What a command works with. ``choice`` is the chat provider and model (see
+    `providers.factory`), None when nothing is configured (``choice_error`` says why);
+    ``model`` is the chat model's name; ``assistant`` the assistant talked to (None: rheo
+    itself, with the shared memory only)."""
 
     profile: str
     paths: Paths
     config: config_mod.Config
     clock: clock_mod.Clock
     model: str
+    choice: factory.Choice | None = None
+    choice_error: factory.SelectionError | None = field(default=None, repr=False)
+    assistant: config_mod.AssistantConfig | None = None
+    store_url: str | None = None
+    """``RHEO_DATABASE_URL`` or ``[store] url``: PostgreSQL instead of the SQLite file."""
+    redis_url: str | None = None
+    """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
+    queued_digests: list[int] = field(default_factory=list)
+    """Sessions closed by time whose digest job was queued when the store was opened."""
 
     @property
     def settings(self) -> Settings:
@@ -47,19 +61,87 @@ class Runtime:
         return self.clock()
 
     @property
+    def assistant_name(self) -> str | None:
+        """The chosen assistant's name (the memory scope it reads and writes), or None."""
+        return self.assistant.name if self.assistant is not None else None
+
+    def assistant_prompt(self) -> str:
+        """The chosen assistant's system prompt (``""`` without one). Raises ConfigError when
+        its prompt file cannot be read."""
+        return self.assistant.prompt() if self.assistant is not None else ""
+
+    @property
     def conn(self) -> sqlite3.Connection:
-        """The open store (opened, created and migrated on first use)."""
+        """The open store (opened, created and migrated on first use): the SQLite file, or
+        the PostgreSQL database of `store_url` bound to this runtime's profile as its tenant
+        (raises StoreError when it cannot be reached). With `redis_url`, memory writes
+        invalidate the Redis hot cache (installed here, once).
+
+        On opening, sessions of the profile closed by time alone get their digest job
+        (`closing.queue_closed_sessions`: one indexed read; a failure is left for the next run).
+        """
         if self._conn is None:
-            self._conn = db.open_store(self.paths.db)
+            if self.store_url:
+                self._conn = db.open_url(self.store_url, tenant=self.profile)
+            else:
+                self._conn = db.open_store(self.paths.db)
+            if self.redis_url:
+                from .cache import redis_hot
+
+                redis_hot.install(self.redis_url, ttl_s=self.config.redis_ttl_s)
+            self.queued_digests = queue_closed(self._conn, self.profile, self.now(), self.settings)
         return self._conn
 
     def provider(self) -> Provider:
-        """The chat provider (created on first use; its SDK is imported only then)."""
-        if self._provider is None:
-            from .providers.anthropic_api import AnthropicProvider
+        """The chat provider (created on first use; its SDK is imported on its first call).
 
-            self._provider = AnthropicProvider(timeout_s=self.config.timeout_s)
+        Raises NoProviderConfigured (exit 2, with guidance) when none is configured or found,
+        before anything is stored."""
+        if self._provider is None:
+            if self.choice is None:
+                error = self.choice_error or factory.NoProvider()
+                raise NoProviderConfigured(str(error), getattr(error, "detail", ""))
+            self._provider = self.build_provider(self.choice)
         return self._provider
+
+    def build_provider(self, choice: factory.Choice) -> Provider:
+        """A new provider for ``choice`` with this runtime's settings (the caller closes it)."""
+        return factory.build(
+            choice,
+            self.config.providers,
+            timeout_s=self.config.timeout_s,
+            workdir=self.paths.home / "claude-code",
+            memory_server=self.memory_server(),
+        )
+
+    def memory_server(self) -> factory.MemoryServer | None:
+        """How Claude Code starts rheo's MCP server for this profile (``rheo mcp``), or None
+        when the ``mcp`` SDK is not installed (Claude Code then chats without memory tools)."""
+        import importlib.util
+        import sys
+
+        if importlib.util.find_spec("mcp") is None:
+            return None
+        return factory.MemoryServer(
+            argv=(sys.executable, "-m", "rheo_cli", "mcp", "--profile", self.profile),
+            env=(("RHEO_HOME", str(self.paths.home)),),
+        )
+
+    def preload(self) -> None:
+        """Start importing the chat provider's SDK on a thread (nothing when none is set)."""
+        if self.choice is not None:
+            factory.preload(self.choice.kind)
+
+    def provider_ready(self) -> str | None:
+        """None when a chat provider is configured or found; else the lines that say how to
+        configure one (the same guidance `provider` raises with). Checked before anything is
+        stored, so a first run without a provider leaves no failed turns behind. Nothing is
+        imported or called."""
+        if self._provider is not None or self.choice is not None:
+            return None
+        error = self.choice_error or factory.NoProvider()
+        detail = getattr(error, "detail", "")
+        return f"{error}\n{detail}".rstrip() if detail else str(error)
 
     def set_provider(self, provider: Provider) -> None:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
@@ -70,20 +152,42 @@ class Runtime:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+            if self.redis_url:
+                from .cache import redis_hot
+
+                redis_hot.uninstall()
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()
+
+
+def queue_closed(
+    conn: sqlite3.Connection, profile: str, now: datetime, settings: Settings
+) -> list[int]:
+    """Queue digest jobs for ``profile``'s sessions closed by time; the ids queued. Never
+    raises: a locked or read-only store just leaves them for the next run."""
+    try:
+        return closing.queue_closed_sessions(conn, profile=profile, now=now, gap_s=settings.gap_s)
+    except (sqlite3.Error, EngineError):
+        return []
 
 
 def build(
     *,
     profile: str | None = None,
     model: str | None = None,
+    provider: str | None = None,
     environ: dict[str, str] | None = None,
+    assistant: str | None = None,
 ) -> Runtime:
-    """Resolve everything from options and the environment.
+    """Resolve everything from options and the environment (``provider``: ``--provider``,
+    ``assistant``: ``--assistant``, else ``RHEO_ASSISTANT``; its ``model`` comes after the
+    command-line options).
 
-    Raises UsageError for a bad profile name, ConfigError for a bad config file or RHEO_NOW.
+    Raises UsageError for a bad profile name, contradicting options or an assistant that
+    config.toml does not name, ConfigError for a bad config file, RHEO_NOW or RHEO_PROVIDER.
+    No provider configured is not an error here: `Runtime.provider` reports it, so commands
+    that need no model still work.
     """
     env = dict(os.environ) if environ is None else environ
     if profile is not None:
@@ -98,11 +202,69 @@ def build(
     cfg = config_mod.load(paths.config)
     if model is not None and not model.strip():
         raise UsageError("--model needs a model name")
-    chosen = (model or env.get("RHEO_MODEL", "").strip() or cfg.model).strip()
-    if not chosen:
+    if provider is not None and not provider.strip():
+        raise UsageError("--provider needs a provider name")
+    persona = _assistant(cfg, assistant, env)
+    choice: factory.Choice | None = None
+    error: factory.SelectionError | None = None
+    try:
+        choice = factory.choose_chat(
+            cfg.providers,
+            flag_provider=provider,
+            flag_model=model,
+            environ=env,
+            assistant_model=persona.model if persona else None,
+        )
+    except factory.NoProvider as exc:
+        error = exc
+    except factory.SelectionError as exc:
+        raise (UsageError(str(exc)) if exc.usage else ConfigError(str(exc))) from None
+    chosen = (
+        choice.model
+        if choice
+        else factory.parse_spec(model or env.get("RHEO_MODEL", "") or cfg.providers.model or "")[1]
+        or factory.DEFAULT_CHAT_MODEL["anthropic"]
+    )
+    if not chosen.strip():
         raise ConfigError("the model name is empty")
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
+    store_url = env.get("RHEO_DATABASE_URL", "").strip() or cfg.store_url
+    if store_url and not store_url.startswith(("postgresql://", "postgres://")):
+        raise UsageError("RHEO_DATABASE_URL must be a postgresql:// URL")
+    redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
     return Runtime(
-        profile=name, paths=paths, config=cfg, clock=clock_mod.from_env(env), model=chosen
+        profile=name,
+        paths=paths,
+        config=cfg,
+        clock=clock_mod.from_env(env),
+        model=chosen,
+        choice=choice,
+        choice_error=error,
+        assistant=persona,
+        store_url=store_url or None,
+        redis_url=redis_url or None,
     )
+
+
+def _assistant(
+    cfg: config_mod.Config, flag: str | None, env: dict[str, str]
+) -> config_mod.AssistantConfig | None:
+    """The assistant named by ``--assistant`` or ``RHEO_ASSISTANT`` (None when neither).
+    Raises UsageError for a name config.toml does not define."""
+    if flag is not None and not flag.strip():
+        raise UsageError("--assistant needs an assistant name")
+    where = "--assistant" if flag is not None else "RHEO_ASSISTANT"
+    name = (flag if flag is not None else env.get("RHEO_ASSISTANT", "")).strip()
+    if not name:
+        return None
+    found = cfg.assistants.get(name)
+    if found is None:
+        known = ", ".join(sorted(cfg.assistants))
+        hint = (
+            f"configured: {known}"
+            if known
+            else "none is configured (add an [assistants.NAME] table to config.toml)"
+        )
+        raise UsageError(f"{where}: unknown assistant {name[:60]!r}; {hint}")
+    return found

@@ -6,6 +6,9 @@ and subprocesses get it through `netguard.subprocess_env` (a sitecustomize on PY
 
 from __future__ import annotations
 
+import contextlib
+import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,7 @@ from typing import Any
 import netguard
 import pytest
 from fakeapi import FakeAnthropic
+from fakeprovider import FakeProvider
 from typer.testing import CliRunner
 
 netguard.install()
@@ -28,6 +32,11 @@ _CLEARED = (
     "ANTHROPIC_BASE_URL",
     "NO_COLOR",
     "ANTHROPIC_PROFILE",
+    "RHEO_PROVIDER",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "RHEO_DATABASE_URL",
+    "RHEO_REDIS_URL",
 )
 
 
@@ -40,6 +49,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("RHEO_HOME", str(folder))
     monkeypatch.setenv("RHEO_WORKER", "off")
     monkeypatch.setenv("HOME", str(tmp_path))
+    # A real `claude` on the machine must not be picked (and run) by automatic selection.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    monkeypatch.setenv(
+        "PATH",
+        os.pathsep.join(d for d in path if not d or not os.path.exists(os.path.join(d, "claude"))),
+    )
     return folder
 
 
@@ -68,3 +83,73 @@ class Rheo:
 def rheo() -> Rheo:
     """``rheo("history", "recent", "--json")`` -> click Result (exit_code, stdout, stderr)."""
     return Rheo()
+
+
+BACKENDS = ["sqlite", "postgres"]
+"""The stores every engine test runs on: ``postgres`` needs RHEO_TEST_DATABASE_URL (a server
+from ``eval "$(scripts/test-services start)"``) and is skipped without it."""
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store a test runs on (``sqlite`` or ``postgres``)."""
+    name = str(request.param)
+    if name == "postgres" and not os.environ.get("RHEO_TEST_DATABASE_URL"):
+        pytest.skip("PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)")
+    return name
+
+
+@pytest.fixture
+def conn(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """An open, migrated store (the engine's tests start here), on each backend: a SQLite
+    file in the test's own folder, or a fresh PostgreSQL schema bound to the test module's
+    ``TENANT`` (default "default"); a test using other profiles switches with `as_tenant`."""
+    from rheo_cli.memory.store import db
+
+    if backend == "sqlite":
+        c = db.open_store(tmp_path / "store.db")
+        yield c
+        c.close()
+        return
+    with pg_schema_url() as url:
+        c = db.open_url(url, tenant=getattr(request.module, "TENANT", "default"))
+        yield c
+        c.close()
+
+
+@contextlib.contextmanager
+def pg_schema_url() -> Iterator[str]:
+    """A URL of the test PostgreSQL database whose search path is a new, empty schema (dropped
+    afterwards), so each test starts from an empty store."""
+    import psycopg
+
+    base = os.environ["RHEO_TEST_DATABASE_URL"]
+    schema = "t_" + uuid.uuid4().hex[:16]
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in base else "?"
+    try:
+        yield f"{base}{sep}options=-csearch_path%3D{schema}%2Cpublic"
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def as_tenant(conn: Any, profile: str) -> Any:
+    """``conn`` acting for ``profile``: on PostgreSQL the connection's tenant is switched (its
+    row-level security follows), on SQLite nothing changes (the engine filters by profile)."""
+    if hasattr(conn, "set_tenant"):
+        conn.set_tenant(profile)
+    return conn
+
+
+@pytest.fixture
+def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeProvider:
+    """The in-process fake model for every runtime built in this test (in-process commands
+    only): queue replies with ``fake_model.add(...)``, read ``fake_model.requests``."""
+    from rheo_cli.runtime import Runtime
+
+    fake = FakeProvider()
+    monkeypatch.setattr(Runtime, "provider", lambda self: fake)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    return fake

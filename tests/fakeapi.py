@@ -52,6 +52,7 @@ __all__ = [
     "malformed",
     "multi",
     "stream_error",
+    "structured",
     "text",
     "tool_use",
     "validate_messages_request",
@@ -198,6 +199,47 @@ def tool_use(
         delay=delay,
         chunk_delay=chunk_delay,
     )
+
+
+FORCED_TOOL = "<forced tool>"
+"""Placeholder name in a :func:`structured` reply: replaced by the tool the request forces."""
+
+
+def structured(payload: Mapping[str, Any], *, usage: Mapping[str, int] | None = None) -> Reply:
+    """The answer of a model made to call a tool (``tool_choice={"type": "tool", "name": N}``):
+    one ``tool_use`` block for tool N with ``payload`` as its input and ``stop_reason
+    "tool_use"``, as the real API answers a forced tool call. A request that forces no tool
+    gets ``payload`` as JSON text instead (a model asked for JSON in the prompt)."""
+    return Reply(
+        kind="message",
+        blocks=({"type": "tool_use", "id": None, "name": FORCED_TOOL, "input": dict(payload)},),
+        stop_reason="tool_use",
+        usage=dict(usage or {}),
+    )
+
+
+def _forced_tool(body: Any) -> str | None:
+    choice = body.get("tool_choice") if isinstance(body, dict) else None
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        return str(choice.get("name"))
+    return None
+
+
+def _resolve_forced(reply: Reply, body: Any) -> Reply:
+    """A :func:`structured` reply made concrete for the request ``body``."""
+    if not any(b.get("name") == FORCED_TOOL for b in reply.blocks):
+        return reply
+    name = _forced_tool(body)
+    blocks: list[Mapping[str, Any]] = []
+    for b in reply.blocks:
+        if b.get("name") != FORCED_TOOL:
+            blocks.append(b)
+        elif name is not None:
+            blocks.append({**b, "name": name})
+        else:
+            blocks.append({"type": "text", "text": json.dumps(b["input"], ensure_ascii=False)})
+    stop = "tool_use" if name is not None else "end_turn"
+    return Reply(kind=reply.kind, blocks=tuple(blocks), stop_reason=stop, usage=reply.usage)
 
 
 def multi(
@@ -598,7 +640,25 @@ def validate_messages_request(body: Any) -> str | None:
         if problem:
             return problem
     if "tools" in body:
-        return _validate_tools(body["tools"])
+        problem = _validate_tools(body["tools"])
+        if problem:
+            return problem
+    if "tool_choice" in body:
+        return _validate_tool_choice(body["tool_choice"], body.get("tools"))
+    return None
+
+
+def _validate_tool_choice(choice: Any, tools: Any) -> str | None:
+    """``tool_choice``: ``{"type": "auto"|"any"|"none"}`` or ``{"type": "tool", "name": N}``
+    with N one of the request's tools (the real API refuses a forced tool it was not given)."""
+    if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
+        return "tool_choice: Input tag does not match any of the expected tags"
+    if choice["type"] == "tool":
+        names = [t.get("name") for t in tools or [] if isinstance(t, dict)]
+        if not isinstance(choice.get("name"), str):
+            return "tool_choice.tool.name: Field required"
+        if choice["name"] not in names:
+            return f"tool_choice: tool {choice['name']!r} is not one of the request's tools"
     return None
 
 
@@ -813,6 +873,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _respond(self, reply: Reply, rec: Recorded) -> None:
         self._wait(reply.delay)
+        reply = _resolve_forced(reply, rec.body)
         if reply.kind == "error" or (reply.kind == "stream_error" and not rec.stream):
             payload = {
                 "type": "error",

@@ -109,12 +109,11 @@ def route(api: Any, *, chat: Any = None, extract: Any = None, digest: Any = None
 
 
 def facts_reply(*facts: dict[str, Any]) -> Any:
-    """An extractor reply carrying these facts as JSON."""
-    import json
+    """An extractor reply carrying these facts: the forced ``record_facts`` tool call, as the
+    real API answers (or JSON text when the request forces no tool)."""
+    from fakeapi import structured
 
-    from fakeapi import text
-
-    return text(json.dumps({"facts": list(facts)}))
+    return structured({"facts": list(facts)})
 
 
 def api_env(api: Any, home: Path, **extra: str) -> dict[str, str]:

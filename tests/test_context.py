@@ -21,13 +21,6 @@ T0 = datetime(2026, 6, 16, 21, 0, tzinfo=UTC)
 S = Settings()
 
 
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "c.db")
-    yield c
-    c.close()
-
-
 def say(conn, content, when, role="user", **kw):
     if role == "assistant":
         kw.setdefault("status", "ok")

@@ -44,6 +44,7 @@ def test_sessions_list_json(rheo, api, monkeypatch):
     assert sessions == [
         {
             "id": 1,
+            "number": 1,
             "profile": "default",
             "started_at": "2026-04-01T09:00:00.000Z",
             "last_turn_at": "2026-04-01T09:05:00.000Z",
@@ -73,10 +74,24 @@ def test_context_json_shows_sections_and_messages_without_a_model_call(rheo, api
 
 def test_context_text_output_lists_tokens_per_section(rheo, api, monkeypatch):
     seed(rheo, api, monkeypatch)
-    out = rheo("context", "--explain", "hello").stdout
+    out = rheo("context", "hello").stdout
     assert "=== CURRENT SESSION ===" in out
     assert "CURRENT SESSION" in out.split("tokens (estimated)")[1]
+    assert "context total" in out
+
+
+def test_context_explain_shows_its_table_first_and_the_prompt_only_with_system(
+    rheo, api, monkeypatch
+):
+    seed(rheo, api, monkeypatch)
+    out = rheo("context", "--explain", "hello").stdout
+    assert out.startswith("──── tokens (estimated) ────")
     assert "turn:1" in out and "context total" in out
+    assert "──── system ────" not in out and "=== CURRENT SESSION ===" not in out
+    both = rheo("context", "--explain", "--system", "hello").stdout
+    assert both.startswith("──── tokens (estimated) ────")
+    assert both.index("context total") < both.index("──── system ────")
+    assert "=== CURRENT SESSION ===" in both
 
 
 def test_context_budget_option(rheo, api, monkeypatch):

@@ -6,6 +6,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import as_tenant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,14 +19,8 @@ T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 GAP = 2 * 3600.0
 
 
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "l.db")
-    yield c
-    c.close()
-
-
 def add(conn, content, when, role="user", profile="default", **kw):
+    as_tenant(conn, profile)
     if role == "assistant":
         kw.setdefault("status", "ok")
     return ledger.append_turn(
@@ -162,7 +157,10 @@ def test_profiles_never_see_each_other(conn):
     add(conn, "secret work plan", T0, profile="work")
     add(conn, "home plan", T0, profile="home")
     assert [t.content for t, _ in ledger.search_turns(conn, "home", "plan")] == ["home plan"]
-    assert [t.content for t in ledger.recent_turns(conn, "work")] == ["secret work plan"]
+    assert [t.content for t in ledger.recent_turns(as_tenant(conn, "work"), "work")] == [
+        "secret work plan"
+    ]
+    as_tenant(conn, "home")
     with pytest.raises(Exception, match="no turn"):
         ledger.get_turn(conn, "home", 1)
     assert [s.profile for s in sessions.list_sessions(conn, "home")] == ["home"]
@@ -239,6 +237,6 @@ def test_too_common_a_query_lists_the_newest_matches_of_the_profile(conn, monkey
         add(conn, f"common word {n}", T0 + timedelta(minutes=n), profile="mine")
     for n in range(300):  # a newer, busier profile
         add(conn, f"common word theirs {n}", T0 + timedelta(hours=5, minutes=n), profile="other")
-    found = ledger.search_turns(conn, "mine", "common", limit=4)
+    found = ledger.search_turns(as_tenant(conn, "mine"), "mine", "common", limit=4)
     assert [t.content for t, _ in found] == [f"common word {n}" for n in (9, 8, 7, 6)]
     assert all(t.profile == "mine" for t, _ in found)

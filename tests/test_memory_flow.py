@@ -266,7 +266,9 @@ def test_digest_when_a_session_closes(rheo, api, monkeypatch, home):
     assert d["source_turn_ids"] == [1, 2, 3, 4]
     assert d["decisions"] == ["take the 9 May flight"]
     digest_request = next(r for r in api.message_requests if kind_of(r) == "digest")
-    assert "tools" not in digest_request.body  # summarisation only
+    # Summarisation only: no memory tools, just the forced call that shapes the answer.
+    assert [t["name"] for t in digest_request.body["tools"]] == ["record_digest"]
+    assert digest_request.body["tool_choice"] == {"type": "tool", "name": "record_digest"}
     assert "#1 [2026-08-20 18:00] person: Let's plan the Lisbon trip." in request_text(
         digest_request
     )

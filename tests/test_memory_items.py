@@ -6,6 +6,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import as_tenant
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,19 +14,11 @@ from rheo_cli.memory.facts import curation, events, items, remember
 from rheo_cli.memory.facts.decay import effective_confidence
 from rheo_cli.memory.facts.remember import Fact
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db
 from rheo_cli.memory.store.errors import InvalidInput
 from rheo_cli.memory.store.settings import Settings
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 S = Settings()
-
-
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "m.db")
-    yield c
-    c.close()
 
 
 def turn(conn, text="something", profile="default", when=T0):
@@ -277,7 +270,7 @@ def test_pin_and_unpin_commands(conn):
 
 
 def test_profile_comes_from_the_source_turn(conn):
-    t = turn(conn, "I love jazz", profile="alice")
+    t = turn(as_tenant(conn, "alice"), "I love jazz", profile="alice")
     out = put(conn, "Loves jazz", topic="music", source_turn=t.id)
     assert out.item.profile == "alice"
     assert items.list_items(conn, "default") == []

@@ -105,9 +105,19 @@ def test_connection_refused(rheo, monkeypatch, home):
 
 
 def test_no_key_is_a_clear_error_and_the_question_is_kept(rheo, home):
-    result = rheo("ask", "q")
+    result = rheo("ask", "--provider", "anthropic", "q")
     assert_one_line_failure(result, "ANTHROPIC_API_KEY is not set")
     assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
+
+
+def test_no_key_shows_how_to_set_one_up_and_stores_nothing(rheo, home):
+    result = rheo("ask", "q")
+    assert result.exit_code == 2
+    assert "none is configured" in result.stderr
+    assert "export ANTHROPIC_API_KEY" in result.stderr
+    assert len(result.stderr.splitlines()) <= 24  # one screen
+    assert result.stdout == ""
+    assert not (home / "rheo.db").exists()
 
 
 def test_json_on_failure_reports_status_and_error(rheo, api, home):

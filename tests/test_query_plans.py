@@ -30,8 +30,10 @@ def full_scans(conn, sql, args):
         if re.match(r"SCAN (\w+)(?! VIRTUAL TABLE)", detail) and not re.search(
             r"USING (COVERING )?INDEX|VIRTUAL TABLE", detail
         ):
-            table = detail.split()[1]
-            if not table.startswith(("turns_fts", "turns_cjk", "memory_items_fts", "digests_fts")):
+            table = detail.split()[1].removeprefix("main.")
+            if not table.startswith(
+                ("turns_fts", "turns_cjk", "memory_items_fts", "digests_fts", "kb_chunks_fts")
+            ):
                 bad.append(detail)
     return bad
 

@@ -123,7 +123,7 @@ def test_ctrl_c_during_a_reply_keeps_partial_and_repl_alive(pipe, home, monkeypa
     rt = runtime.build()
     rt.set_provider(InterruptingProvider())
     run_repl(rt, input=pipe, output=DummyOutput(), out=out, rendered=False)
-    assert "[interrupted" in out.getvalue()
+    assert "interrupted: the partial reply is kept as turn #2" in out.getvalue()
     rows = db_rows(home, "SELECT role, content, status FROM turns ORDER BY id")
     assert [tuple(r) for r in rows] == [
         ("user", "question one", None),
@@ -144,10 +144,17 @@ def test_rendered_markdown_output(pipe, api, home):
     assert "# Title" not in shown  # rendered, not raw markdown
 
 
-def test_missing_key_is_reported_and_the_message_kept(pipe, home):
+def test_missing_key_is_reported_and_the_message_kept(pipe, home, monkeypatch):
+    monkeypatch.setenv("RHEO_PROVIDER", "anthropic")  # chosen, but no key
     out = repl(pipe, "hello\r" + CTRL_D)
     assert "ANTHROPIC_API_KEY is not set" in out
     assert db_rows(home, "SELECT content FROM turns WHERE role = 'user'")[0][0] == "hello"
+
+
+def test_missing_key_shows_setup_guidance_and_stores_nothing(pipe, home):
+    out = repl(pipe, "hello\r" + CTRL_D)
+    assert "none is configured" in out and "export ANTHROPIC_API_KEY" in out
+    assert not (home / "rheo.db").exists()  # nothing stored, not even an empty store
 
 
 def test_history_file_is_private(pipe, api, home):

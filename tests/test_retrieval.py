@@ -12,7 +12,6 @@ from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.retrieval.query import analyse
 from rheo_cli.memory.retrieval.timeexpr import resolve
-from rheo_cli.memory.store import db
 from rheo_cli.memory.store.settings import Settings
 
 SUNDAY = datetime(2026, 11, 29, 21, 0, tzinfo=timezone(timedelta(hours=1)))
@@ -61,13 +60,6 @@ def test_query_analysis():
     assert q.phrases[0] == "support group"
     assert q.times and q.times[0].start.year == 2023
     assert analyse("東京で食べたラーメン", SUNDAY).runs == ["東京で食べたラーメン"]
-
-
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "r.db")
-    yield c
-    c.close()
 
 
 def say(conn, text, when, role="user", **kw):
@@ -214,6 +206,9 @@ def test_long_turn_is_cut_to_its_matching_sentences(conn):
 def test_context_explain_shows_sources_and_reasons(rheo, api, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", "2026-10-14T09:00:00Z")
     rheo("ask", "The plumber Jorge fixed the boiler")
+    # A later session, so the boiler turn is history, not the end of the previous session.
+    monkeypatch.setenv("RHEO_NOW", "2026-11-02T09:00:00Z")
+    rheo("ask", "I bought new running shoes")
     monkeypatch.setenv("RHEO_NOW", "2026-11-20T09:00:00Z")
     out = rheo("context", "--explain", "who fixed the boiler?").stdout
     assert "RELEVANT HISTORY" in out

@@ -3,19 +3,24 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 from .. import prompts
 from ..memory import jobs
 from ..memory.facts.parsing import Parsed, parse_facts
+from ..memory.facts.scope import assistant_in
 from ..memory.jobs import Job
 from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.digests import store_digest
+from ..memory.ledger.pairing import in_reply_order
 from ..memory.store import crash
 from ..memory.store.db import write
-from ..memory.store.timeutil import from_stored, to_stored
+from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
+from ..memory.text.secrets import mask
 from ..runtime import Runtime
-from . import extractors, facts
+from . import extractors, facts, schemas
 
 TURN_TOKENS = 600
 """Each turn is clipped to about this many tokens in the transcript sent for a digest."""
@@ -40,11 +45,21 @@ def _strings(value: object) -> list[str]:
     ]
 
 
+def _speaker(turn: ledger.Turn) -> str:
+    """``person``, ``assistant`` or, with a named assistant, ``assistant (sarah)``."""
+    if turn.role == "user":
+        return "person"
+    name = assistant_in(turn.meta)
+    return f"assistant ({name})" if name else "assistant"
+
+
 def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
     turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
+    # Two conversations at once interleave in the ledger: each reply after its question.
+    turns = in_reply_order(turns)
     if not turns:
         notes = ["session has no text; no digest"]
         jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
@@ -54,27 +69,27 @@ def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     )
     tz = rt.now().tzinfo
     lines = [
-        f"Session from {from_stored(session.started_at).astimezone(tz):%Y-%m-%d %H:%M} "
-        f"to {from_stored(session.last_turn_at).astimezone(tz):%Y-%m-%d %H:%M}",
+        f"Session from {display(session.started_at, tz)} to {display(session.last_turn_at, tz)}",
         "",
     ]
     for t in shown:
         lines.append(
-            f"#{t.id} [{from_stored(t.ts).astimezone(tz):%Y-%m-%d %H:%M}] "
-            + entry(
-                f"{'person' if t.role == 'user' else 'assistant'}: ", clip(t.content, TURN_TOKENS)
-            )
+            f"#{t.id} [{display(t.ts, tz)}] "
+            + entry(f"{_speaker(t)}: ", clip(mask(t.content), TURN_TOKENS))
         )
     text, model, errors = extractors.complete(
         extractors.chain_for(rt),
         system=prompts.load("digest"),
         user="\n".join(lines),
         max_tokens=2000,
+        tool=schemas.RECORD_DIGEST,
     )
     notes = [f"fallback used after: {e}" for e in errors]
-    person_text = " ".join(t.content[:500] for t in turns if t.role == "user")[:4000]
+    person_text = " ".join(mask(t.content)[:500] for t in turns if t.role == "user")[:4000]
     ids = {t.id for t in turns}
-    parsed = parse_facts(text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz)
+    parsed = parse_facts(
+        text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz or UTC
+    )
     notes.extend(parsed.notes)
     narrative = " ".join(str(parsed.data.get("narrative") or "").split())
     if not narrative:

@@ -1,16 +1,19 @@
-"""The chain of small models that extract facts and write digests (seed 2's fallback chain)."""
+"""The chain of small models that extract facts and write digests (Solid# article: a cheap
+model first, another vendor's when it is down, else skip; no memory beats a failed chat)."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
-from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock
+from ..providers import factory
+from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock, ToolSpec
 from ..runtime import Runtime
 
 
 @dataclass(frozen=True)
 class Extractor:
-    """One link of the chain: a provider and the model to ask."""
+    """One link of the chain: its ``provider:model`` name, a provider, the model to ask."""
 
     name: str
     provider: Provider
@@ -22,42 +25,51 @@ class AllExtractorsFailed(Exception):
 
 
 def chain_for(rt: Runtime) -> list[Extractor]:
-    """The configured chain: ``[extraction] model`` on Anthropic, then each ``fallback``
-    (``"anthropic:<model>"``) in order."""
-    from ..providers.anthropic_api import AnthropicProvider
+    """The configured chain, built by the provider factory: ``[extraction] model`` (on the
+    chat provider when it names none), then each ``fallback`` (``"provider:model"``).
 
-    links = [
-        Extractor(
-            f"anthropic:{rt.config.extract_model}",
-            AnthropicProvider(timeout_s=rt.config.timeout_s),
-            rt.config.extract_model,
-        )
-    ]
-    for spec in rt.config.extract_fallback:
-        kind, _, model = spec.partition(":")
-        if kind == "anthropic":
-            links.append(Extractor(spec, AnthropicProvider(timeout_s=rt.config.timeout_s), model))
+    Raises AllExtractorsFailed when no link can be built at all."""
+    choices, problems = factory.extraction_chain(rt.config.providers, rt.choice)
+    links = [Extractor(c.name, rt.build_provider(c), c.model) for c in choices]
+    if not links:
+        raise AllExtractorsFailed("; ".join(problems) or "no extractor configured")
     return links
 
 
 def complete(
-    chain: list[Extractor], *, system: str, user: str, max_tokens: int = 1500
+    chain: list[Extractor],
+    *,
+    system: str,
+    user: str,
+    max_tokens: int = 1500,
+    tool: ToolSpec | None = None,
 ) -> tuple[str, str, list[str]]:
-    """Ask each extractor in turn until one answers: ``(text, model, errors_before_it)``.
+    """Ask each extractor in turn until one answers: ``(text, "provider:model" that served,
+    errors_before_it)``. Every provider in the chain is closed before returning.
 
+    With ``tool`` the model is made to call it (structured output) and ``text`` is the call's
+    input as JSON; a provider that cannot force a call answers in text, read the same way.
     Raises AllExtractorsFailed with every error when none answers."""
     errors: list[str] = []
-    for link in chain:
-        request = ChatRequest(
-            model=link.model,
-            system=[SystemBlock(system)],
-            messages=[{"role": "user", "content": [{"type": "text", "text": user}]}],
-            max_tokens=max_tokens,
-        )
-        try:
-            text, _usage, model = link.provider.complete(request)
-        except ProviderError as exc:
-            errors.append(f"{link.name}: {exc}")
-            continue
-        return text, model, errors
+    try:
+        for link in chain:
+            request = ChatRequest(
+                model=link.model,
+                system=[SystemBlock(system)],
+                messages=[{"role": "user", "content": [{"type": "text", "text": user}]}],
+                max_tokens=max_tokens,
+                tools=[tool] if tool is not None else [],
+                tool_choice=tool.name if tool is not None else None,
+            )
+            try:
+                text, _usage, model = link.provider.complete(request)
+            except ProviderError as exc:
+                errors.append(f"{link.name}: {exc}")
+                continue
+            kind = link.name.partition(":")[0]
+            return text, f"{kind}:{model or link.model}", errors
+    finally:
+        for link in chain:
+            with contextlib.suppress(Exception):
+                link.provider.close()
     raise AllExtractorsFailed("; ".join(errors) or "no extractor configured")

@@ -116,6 +116,8 @@ class Heartbeat:
 
     def __init__(self, rt: Runtime, job_id: int, worker: str, lease_s: float) -> None:
         self.path = rt.paths.db
+        self.url = getattr(rt, "store_url", None)
+        self.tenant = rt.profile
         self.job_id = job_id
         self.worker = worker
         self.lease_s = lease_s
@@ -128,7 +130,11 @@ class Heartbeat:
         try:
             while not self._stop.wait(self.lease_s / 3):
                 if conn is None:
-                    conn = db.open_store(self.path, migrate_schema=False)
+                    conn = (
+                        db.open_url(self.url, tenant=self.tenant, migrate_schema=False)
+                        if self.url
+                        else db.open_store(self.path, migrate_schema=False)
+                    )
                 ok = jobs.renew(
                     conn,
                     self.job_id,
@@ -237,6 +243,20 @@ def run_pending(
             on_job(job, "done")
 
 
+def queue_closed_everywhere(rt: Runtime) -> list[int]:
+    """Queue digest jobs for sessions closed by time in every profile (the worker serves
+    them all); returns the session ids queued. Never raises."""
+    from ..memory.ledger import closing
+    from ..runtime import queue_closed
+
+    try:
+        profiles = closing.profiles_with_sessions(rt.conn)
+    except Exception:  # noqa: BLE001 - queueing is opportunistic
+        return []
+    now = rt.now()
+    return [sid for name in profiles for sid in queue_closed(rt.conn, name, now, rt.settings)]
+
+
 def _try_lock(handle: IO[str]) -> bool:
     import fcntl
 
@@ -288,6 +308,7 @@ def detached_main(
         idle_since = time.monotonic()
         while _try_lock(handle):
             try:
+                queue_closed_everywhere(rt)
                 summary = run_pending(rt)
             finally:
                 _unlock(handle)
@@ -317,9 +338,13 @@ def spawn(rt: Runtime) -> None:
         log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     finally:
         os.umask(old)
+    env = dict(os.environ)
+    if rt.choice is not None:  # the worker extracts with the provider this command chose
+        env["RHEO_PROVIDER"] = rt.choice.kind
     with log:
         subprocess.Popen(
             [sys.executable, "-m", "rheo_cli.background", "--worker"],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,

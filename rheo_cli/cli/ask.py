@@ -7,12 +7,34 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ExitStatus
+from ..errors import ExitStatus, UsageError
 from ..ui import signals
+from .complete import session_numbers
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import Json, Model, New, Profile
+from .options import MAX_ID, AssistantOpt, Json, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
+
+
+def say_guidance(text: str) -> None:
+    """Print the first-run guidance (several lines) on stderr."""
+    try:
+        sys.stderr.write(text.rstrip("\n") + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def usage_line(usage: object) -> str:
+    """``tokens: 1,204 in (1,000 read from cache, 0 written), 85 out`` for ``-u``."""
+
+    def get(name: str) -> int:
+        return int(getattr(usage, name, 0) or 0)
+
+    return (
+        f"tokens: {get('input_tokens'):,} in ({get('cache_read_tokens'):,} read from cache, "
+        f"{get('cache_write_tokens'):,} written to it), {get('output_tokens'):,} out"
+    )
 
 
 @command
@@ -24,30 +46,98 @@ def ask(
     new: New = False,
     model: Model = None,
     profile: Profile = None,
+    provider: ProviderOpt = None,
+    cont: Annotated[
+        bool,
+        typer.Option("--continue", "-c", help="Stay in the last session even after a long pause."),
+    ] = False,
+    session: Annotated[
+        int | None,
+        typer.Option(
+            "--session",
+            min=1,
+            max=MAX_ID,
+            metavar="N",
+            help="Continue session sN (see 'rheo sessions list').",
+            autocompletion=session_numbers,
+        ),
+    ] = None,
+    retry: Annotated[
+        bool,
+        typer.Option("--retry", help="Send the last question again if its reply failed."),
+    ] = False,
+    system: Annotated[
+        str | None,
+        typer.Option(
+            "--system", "-s", metavar="TEXT", help="Extra instructions, after rheo's own."
+        ),
+    ] = None,
+    usage: Annotated[
+        bool, typer.Option("--usage", "-u", help="Print tokens and cache reads on stderr.")
+    ] = False,
+    no_stream: Annotated[
+        bool, typer.Option("--no-stream", help="Print the reply only once it is complete.")
+    ] = False,
+    incognito: Annotated[
+        bool,
+        typer.Option(
+            "--incognito",
+            help="Store nothing and learn nothing from this exchange (memory is still read).",
+        ),
+    ] = False,
+    assistant_name: AssistantOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
     stdout carries only the reply: raw text into a pipe, rendered Markdown on a terminal.
-    """
-    from ..providers import anthropic_api
+    With --incognito neither the question nor the reply is stored and nothing is extracted.
 
-    anthropic_api.preload()
+    \b
+    Examples:
+      rheo ask "what did I promise Ana?"
+      git diff | rheo ask -s "answer in one paragraph" "review this"
+      rheo ask -c "and the week after?"      (same session, even after a pause)
+      rheo ask --retry                        (the last question failed: send it again)
+    """
+    rt = runtime_for(profile, model, provider, assistant_name)
+    rt.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
+    rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
     signals.install()
     from ..background.worker import kick_background
+    from ..memory.ledger import sessions as sessions_mod
+    from ..memory.ledger import turns as ledger
     from ..turn.assistant import TurnFailed, TurnInterrupted, outcome_json
     from ..turn.wiring import make_assistant
     from ..ui.output import print_json
+    from ..ui.wording import NOTHING_TO_RETRY, failed_line, interrupted_line
 
-    message = compose(text, read_stdin())
-    rt = runtime_for(profile, model)
+    if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
+        raise UsageError("use only one of --continue, --session, --new and --retry")
+    piped = None if retry and not text else read_stdin()
+    if retry and (text or (piped or "").strip()):
+        raise UsageError("--retry sends the stored question again: give no new one")
+    message = "" if retry else compose(text, piped)
+    backend = rt.provider()  # none configured: guidance, exit 2, nothing stored
+    backend.on_retry = lambda line: say_error(f"note: {line}")
+    question = None
+    session_id = None
+    if retry:
+        question = ledger.unanswered_question(rt.conn, rt.profile)
+        if question is None:
+            rt.close()
+            raise UsageError(NOTHING_TO_RETRY)
+    elif session is not None:
+        session_id = sessions_mod.session_by_number(rt.conn, rt.profile, session).id
+    elif cont:
+        latest = sessions_mod.latest_session(rt.conn, rt.profile)
+        session_id = latest.id if latest is not None else None
     assistant = make_assistant(rt)
+    assistant.extra_system = system
+    assistant.incognito = incognito
     rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
     from ..ui.stream import ReplyWriter
 
     writer = ReplyWriter(rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty())
-    provider = rt.provider()
-    if hasattr(provider, "on_retry"):
-        provider.on_retry = lambda line: say_error(f"note: {line}")
 
     def notes(ctx: object) -> None:
         for note in getattr(ctx, "notes", []):
@@ -57,30 +147,40 @@ def ask(
         result = assistant.turn(
             message,
             new_session=new or GLOBAL.new,
-            on_text=None if json_out else writer,
+            on_text=None if json_out or no_stream else writer,
             on_context=notes,
+            session_id=session_id,
+            question=question,
         )
+        if no_stream and not json_out:
+            writer(result.reply)
     except TurnInterrupted as exc:
         writer.finish()
         if json_out:
             print_json(outcome_json(exc.user_turn, exc.turn, "interrupted"))
-        say_error(f"interrupted: the partial reply is kept as turn #{exc.turn.id}")
+        say_error(interrupted_line(exc.turn.id))
         raise typer.Exit(signals.exit_status(exc.cause)) from None
     except TurnFailed as exc:
         writer.finish()
         if json_out:
             print_json(outcome_json(exc.user_turn, exc.turn, str(exc.error)))
-        say_error(str(exc.error))
+        say_error(failed_line(exc.error))
         raise typer.Exit(int(ExitStatus.ERROR)) from None
     finally:
         writer.finish()
-        kick_background(rt)
+        if not incognito:
+            kick_background(rt)
         rt.close()
     if json_out:
         print_json(result.to_json())
+    if usage:
+        say_error(usage_line(result.usage))
     if writer.write_error or sys.stdout is None:
         reason = writer.write_error or "stdout is closed"
-        say_error(
-            f"cannot write the reply ({reason}); it is stored as turn #{result.assistant_turn.id}"
+        where = (
+            f"it is stored as turn #{result.assistant_turn.id}"
+            if result.assistant_turn.id
+            else "it was not stored (incognito)"
         )
+        say_error(f"cannot write the reply ({reason}); {where}")
         raise typer.Exit(int(ExitStatus.ERROR))

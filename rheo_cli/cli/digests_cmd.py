@@ -3,29 +3,40 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..ui.output import local, preview, print_json, safe
+from ..ui.output import echo, local, preview, print_json
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    epilog="Example: rheo digests list",
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Session digests: summaries of closed sessions.",
     no_args_is_help=True,
 )
 jobs_app = typer.Typer(
-    rich_markup_mode=None, help="Background jobs: extraction and digests.", no_args_is_help=True
+    epilog="Example: rheo jobs list",
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    help="Background jobs: extraction and digests.",
+    no_args_is_help=True,
 )
 
 
 @app.command("list")
 @command
 def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
-    """List digests, newest session first."""
+    """List digests, newest session first.
+
+    \b
+    Example:
+      rheo digests list -n 5
+    """
     from ..memory.ledger import digests
 
     rt = runtime_for(profile)
@@ -34,10 +45,14 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         print_json([d.to_json() for d in found])
         return
     if not found:
-        print("(no digests)")
+        echo("(no digests)")
     now = rt.now()
+    from ..memory.ledger.sessions import session_numbers
+
+    numbers = session_numbers(rt.conn, rt.profile)
     for d in found:
-        print(f"#{d.id:<5} s{d.session_id:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
+        number = numbers.get(d.session_id, d.session_id)
+        echo(f"#{d.id:<5} s{number:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
 
 
 @app.command()
@@ -47,7 +62,12 @@ def show(
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Show one digest in full."""
+    """Show one digest in full.
+
+    \b
+    Example:
+      rheo digests show 3
+    """
     from ..memory.ledger import digests
 
     rt = runtime_for(profile)
@@ -56,21 +76,22 @@ def show(
         print_json(d.to_json())
         return
     now = rt.now()
-    print(
-        f"#{d.id}  session s{d.session_id}  {local(d.started_at, now)} → {local(d.ended_at, now)}"
-    )
-    print(safe(d.narrative))
+    from ..memory.ledger.sessions import session_numbers
+
+    number = session_numbers(rt.conn, rt.profile).get(d.session_id, d.session_id)
+    echo(f"#{d.id}  session s{number}  {local(d.started_at, now)} → {local(d.ended_at, now)}")
+    echo(d.narrative)
     for title, values in (("decisions", d.decisions), ("procedures", d.procedures)):
         if values:
-            print(f"{title}:")
+            echo(f"{title}:")
             for v in values:
-                print(f"  - {safe(v)}")
+                echo(f"  - {v}")
     if d.facts:
-        print("candidate facts:")
+        echo("candidate facts:")
         for f in d.facts:
             label = f.get("label", "") if isinstance(f, dict) else str(f)
-            print(f"  - {safe(str(label))}")
-    print(
+            echo(f"  - {str(label)}")
+    echo(
         f"source turns: {len(d.source_turn_ids)} (#{d.source_turn_ids[0]}…#{d.source_turn_ids[-1]})"
         if d.source_turn_ids
         else "source turns: none"
@@ -91,6 +112,11 @@ def maintain(
     Queues digests for sessions that have closed, then runs every pending job of the profile
     in the foreground, including ones waiting to be retried after a failure. Jobs that failed
     for good (5 failed calls) stay failed unless --retry-failed re-queues them.
+
+    \b
+    Examples:
+      rheo maintain
+      rheo maintain --retry-failed
     """
     from datetime import timedelta
 
@@ -103,7 +129,7 @@ def maintain(
     if retry_failed:
         count = jobs.retry_failed(rt.conn, profile=rt.profile, ts=to_stored(now))
         if not json_out:
-            print(f"{count} failed job(s) re-queued")
+            echo(f"{count} failed job(s) re-queued")
     closed_before = to_stored(now - timedelta(seconds=rt.settings.gap_s))
     for session_id in jobs.sessions_awaiting_digest(
         rt.conn, profile=rt.profile, closed_before=closed_before
@@ -146,21 +172,44 @@ def maintain(
     if json_out:
         print_json(summary.to_json())
         return
-    print(
+    echo(
         f"{len(summary.done)} job(s) done, {len(summary.retrying)} to retry, "
         f"{len(summary.failed)} failed"
     )
     for job, error in summary.retrying + summary.failed:
-        print(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
+        echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
     stuck = len(jobs.list_jobs(rt.conn, rt.profile, statuses=("failed",), limit=10_000))
     if stuck:
-        print(f"{stuck} job(s) failed for good: 'rheo maintain --retry-failed' re-queues them")
+        echo(f"{stuck} job(s) failed for good: 'rheo maintain --retry-failed' re-queues them")
+
+
+def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
+    """``#3    extract turn #12    done (2 attempts)``: the job's state after its last
+    attempt; an earlier attempt's error is shown only while the job is still failing."""
+    j: Any = job
+    session = (numbers or {}).get(j.ref_id, j.ref_id)
+    ref = f"session s{session}" if j.kind == "digest" else f"turn #{j.ref_id}"
+    tries = f"{j.attempts} attempt{'s' if j.attempts != 1 else ''}"
+    if j.status == "done":
+        state = f"done ({tries})"
+    elif j.status == "failed":
+        state = f"failed after {tries}: {preview(j.last_error or '', 60)}"
+    elif j.status == "pending" and j.last_error:
+        state = f"will retry ({tries} so far): {preview(j.last_error, 60)}"
+    else:
+        state = j.status
+    return f"#{j.number or j.id:<5} {j.kind:<8} {ref:<14} {state}"
 
 
 @jobs_app.command("list")
 @command
 def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
-    """List recent background jobs with their status and notes."""
+    """List recent background jobs with their status and notes.
+
+    \b
+    Example:
+      rheo jobs list
+    """
     from ..memory import jobs
 
     rt = runtime_for(profile)
@@ -169,9 +218,13 @@ def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None
         print_json([j.to_json() for j in found])
         return
     if not found:
-        print("(no jobs)")
+        echo("(no jobs)")
+    from ..memory.ledger.sessions import session_numbers
+
+    numbers = session_numbers(rt.conn, rt.profile)
     for j in found:
-        err = f"  error: {preview(j.last_error, 60)}" if j.last_error else ""
-        print(f"#{j.id:<5} {j.kind:<8} ref #{j.ref_id:<6} {j.status:<8} attempts {j.attempts}{err}")
+        echo(job_line(j, numbers))
         for note in j.notes:
-            print(f"         - {preview(note, 90)}")
+            echo(f"         - {preview(note, 90)}")
+        for note in j.notes:
+            echo(f"         - {preview(note, 90)}")

@@ -76,6 +76,7 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     from .. import config as config_mod
     from ..errors import RheoError
     from ..memory import jobs
+    from ..memory.ledger import closing
     from ..memory.store import db, health
     from ..memory.store.errors import StoreError
     from ..memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
@@ -174,7 +175,7 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
                 except RheoError:
                     now = datetime.now(UTC)
                 closed_before = to_stored(now - timedelta(seconds=gap_s))
-                for prof in jobs.profiles_with_sessions(conn):
+                for prof in closing.profiles_with_sessions(conn):
                     for session_id in jobs.sessions_awaiting_digest(
                         conn, profile=prof, closed_before=closed_before
                     ):

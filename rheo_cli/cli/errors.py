@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import sqlite3
@@ -21,8 +22,11 @@ R = TypeVar("R")
 
 
 def say_error(message: str) -> None:
-    """Print ``rheo: <message>`` as one line on stderr (newlines folded)."""
-    line = " ".join(str(message).split())
+    """Print ``rheo: <message>`` as one line on stderr (newlines folded, control and invisible
+    characters shown literally)."""
+    from ..ui.output import safe
+
+    line = " ".join(safe(str(message)).split())
     try:
         sys.stderr.write(f"rheo: {line}\n")
         sys.stderr.flush()
@@ -68,6 +72,10 @@ def reported() -> Iterator[None]:
         yield
     except (RheoError, EngineError, ProviderError) as exc:
         say_error(str(exc))
+        detail = getattr(exc, "detail", None)
+        if isinstance(detail, str) and detail:  # guidance over several lines, e.g. no provider
+            with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+                sys.stderr.write(detail)
         raise typer.Exit(exit_status_for(exc)) from None
     except sqlite3.Error as exc:
         say_error(database_message(exc))

@@ -8,6 +8,7 @@ so ``rheo --help`` and the read-only commands start fast.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -15,55 +16,133 @@ from ..errors import ExitStatus
 from ..ui.output import quiet_stdout
 from . import ask as ask_cmd
 from . import chat as chat_cmd
-from . import context_cmd, digests_cmd, doctor_cmd, history, memory_cmd, paths_cmd, sessions_cmd
+from . import (
+    config_cmd,
+    context_cmd,
+    digests_cmd,
+    doctor_cmd,
+    history,
+    import_history_cmd,
+    kb_cmd,
+    mcp_cmd,
+    memory_cmd,
+    paths_cmd,
+    providers_cmd,
+    purge_cmd,
+    sessions_cmd,
+    telegram_cmd,
+    transfer_cmd,
+)
 from .errors import say_error
-from .options import Model, New, Profile
+from .group import GroupedHelp
+from .options import AssistantOpt, Model, New, Profile, ProviderOpt
 from .state import GLOBAL
 
 app = typer.Typer(
+    pretty_exceptions_show_locals=False,
     name="rheo",
+    cls=GroupedHelp,
     rich_markup_mode=None,
-    help="A command-line assistant that remembers. Run with no command to chat.",
-    add_completion=False,
+    add_completion=True,
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("rheo-cli")
+        except PackageNotFoundError:
+            number = "unknown"
+        print(f"rheo {number}")
+        raise typer.Exit()
+
+
+Version = Annotated[
+    bool,
+    typer.Option(
+        "--version", "-V", callback=_version, is_eager=True, help="Print rheo's version and exit."
+    ),
+]
+
+
 @app.callback(invoke_without_command=True)
 def root(
-    ctx: typer.Context, profile: Profile = None, model: Model = None, new: New = False
+    ctx: typer.Context,
+    profile: Profile = None,
+    model: Model = None,
+    provider: ProviderOpt = None,
+    assistant: AssistantOpt = None,
+    new: New = False,
+    version: Version = False,
 ) -> None:
-    """rheo: chat with Claude; everything is kept in a local SQLite file and remembered."""
+    """A command-line assistant that remembers. Run with no command to chat.
+
+    \b
+    Examples:
+      rheo                          chat in the terminal (the REPL)
+      rheo ask "what did I promise Ana?"
+      rheo memory list              what rheo remembers
+      rheo --install-completion     Tab completion for your shell
+    """
     GLOBAL.profile = profile
     GLOBAL.model = model
+    GLOBAL.provider = provider
+    GLOBAL.assistant = assistant
     GLOBAL.new = new
     if ctx.invoked_subcommand is None:
         if sys.stdin is not None and not sys.stdin.isatty():
             # `echo "question" | rheo` asks, as `rheo ask` would.
-            ask_cmd.ask(text=None, json_out=False, new=new, model=model, profile=profile)
+            ask_cmd.ask(
+                text=None,
+                json_out=False,
+                new=new,
+                model=model,
+                profile=profile,
+                provider=provider,
+                assistant_name=assistant,
+            )
             return
-        chat_cmd.chat(new=new, model=model, profile=profile)
+        chat_cmd.chat(new=new, model=model, profile=profile, provider=provider, assistant=assistant)
 
 
-app.command()(ask_cmd.ask)
-app.command()(chat_cmd.chat)
-app.command()(context_cmd.context)
-app.command()(paths_cmd.paths)
-app.add_typer(history.app, name="history")
-app.add_typer(sessions_cmd.app, name="sessions")
-app.add_typer(memory_cmd.app, name="memory")
-app.add_typer(memory_cmd.items_app, name="items")
-app.add_typer(digests_cmd.app, name="digests")
-app.add_typer(digests_cmd.jobs_app, name="jobs")
-app.command()(digests_cmd.maintain)
-app.command()(doctor_cmd.doctor)
+CHAT, MEMORY, HISTORY, MAINTENANCE = "Chat", "Memory", "History", "Maintenance"
+app.command(rich_help_panel=CHAT)(ask_cmd.ask)
+app.command(rich_help_panel=CHAT)(chat_cmd.chat)
+app.command(rich_help_panel=CHAT)(context_cmd.context)
+app.add_typer(memory_cmd.app, name="memory", rich_help_panel=MEMORY)
+app.add_typer(memory_cmd.items_app, name="items", rich_help_panel=MEMORY)
+app.add_typer(history.app, name="history", rich_help_panel=HISTORY)
+app.add_typer(sessions_cmd.app, name="sessions", rich_help_panel=HISTORY)
+app.add_typer(digests_cmd.app, name="digests", rich_help_panel=HISTORY)
+app.command(rich_help_panel=MAINTENANCE)(digests_cmd.maintain)
+app.command(rich_help_panel=MAINTENANCE)(doctor_cmd.doctor)
+app.add_typer(digests_cmd.jobs_app, name="jobs", rich_help_panel=MAINTENANCE)
+app.add_typer(config_cmd.app, name="config", rich_help_panel=MAINTENANCE)
+app.command(rich_help_panel=MAINTENANCE)(paths_cmd.paths)
+app.command(rich_help_panel=MAINTENANCE)(providers_cmd.providers)
+app.add_typer(kb_cmd.app, name="kb", rich_help_panel=MEMORY)
+app.command("import-history", rich_help_panel=HISTORY)(import_history_cmd.import_history)
+app.command(rich_help_panel=CHAT)(mcp_cmd.mcp)
+app.command(rich_help_panel=CHAT)(telegram_cmd.telegram)
+app.command(rich_help_panel=MAINTENANCE)(purge_cmd.purge)
+app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.backup)
+app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.export)
+app.command("import", rich_help_panel=MAINTENANCE)(transfer_cmd.import_)
 
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return the exit status; usage errors are one line."""
+    from .inputs import clean_arg
+
+    # Arguments that are not valid UTF-8 are read as Latin-1, as stdin is, so no command ever
+    # meets the surrogates Python would otherwise hand it (and fail to encode them later).
+    args = [clean_arg(a) for a in (sys.argv[1:] if argv is None else argv)]
     try:
-        result = app(args=argv, prog_name="rheo", standalone_mode=False)
+        result = app(args=args, prog_name="rheo", standalone_mode=False)
     except KeyboardInterrupt:
         say_error("interrupted")
         return int(ExitStatus.INTERRUPTED)

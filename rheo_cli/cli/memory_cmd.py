@@ -6,25 +6,64 @@ from typing import Annotated
 
 import typer
 
-from ..errors import UsageError
-from ..ui.items import item_line
-from ..ui.output import local, preview, print_json, safe
+from ..errors import RheoError, UsageError
+from ..ui.items import item_line, open_item_line
+from ..ui.output import echo, local, preview, print_json
+from .complete import memory_ids, open_item_ids
 from .errors import command
-from .options import MAX_ID, Json, Limit, Profile
+from .options import MAX_ID, AssistantOpt, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    epilog="Example: rheo memory list",
+    pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Durable facts rheo remembers: list, show, correct, forget.",
     no_args_is_help=True,
 )
 items_app = typer.Typer(
-    rich_markup_mode=None, help="Open items: commitments rheo follows up on.", no_args_is_help=True
+    epilog="Example: rheo items list",
+    pretty_exceptions_show_locals=False,
+    rich_markup_mode=None,
+    help="Open items: commitments rheo follows up on.",
+    no_args_is_help=True,
 )
+
+AllAssistants = Annotated[
+    bool,
+    typer.Option(
+        "--all-assistants",
+        help="Every assistant's own memories and the shared ones, with a column saying whose.",
+    ),
+]
+
+
+def _scoped(profile: str | None, assistant: str | None, all_assistants: bool):  # type: ignore[no-untyped-def]
+    """The runtime for ``--assistant``/``--all-assistants`` (not both: UsageError). Listings
+    then show what ``rt.assistant_name`` sees (shared memories plus its own, its own winning
+    on a topic; without one: the shared memories), or everything with ``all_assistants``."""
+    if all_assistants and assistant is not None:
+        raise UsageError("use --assistant or --all-assistants, not both")
+    return runtime_for(profile, assistant=assistant)
+
 
 ItemId = Annotated[
     int,
-    typer.Argument(min=1, max=MAX_ID, help="Memory item id (see 'rheo memory list')."),
+    typer.Argument(
+        min=1,
+        max=MAX_ID,
+        help="Memory item id (see 'rheo memory list').",
+        autocompletion=memory_ids,
+    ),
+]
+OpenItemId = Annotated[
+    int,
+    typer.Argument(
+        min=1,
+        max=MAX_ID,
+        help="Open item id (see 'rheo items list').",
+        autocompletion=open_item_ids,
+    ),
 ]
 
 
@@ -39,33 +78,53 @@ def list_(
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """List active memories, most confident first (with --all: every item, newest first)."""
+    """List active memories, most confident first (with --all: inactive ones too, each after
+    the active ones, in the same order).
+
+    Those the assistant sees (--assistant, RHEO_ASSISTANT): the shared ones and its own, its
+    own winning on a topic; without one, the shared ones.
+
+    \b
+    Example:
+      rheo memory list --category preference
+    """
     from ..memory.facts import items
 
     if category is not None and category not in items.CATEGORIES:
         raise UsageError(f"unknown category {category!r}; use one of {', '.join(items.CATEGORIES)}")
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.list_items(
-        rt.conn, rt.profile, statuses=None if all_ else ("active",), category=category
+        rt.conn,
+        rt.profile,
+        statuses=None if all_ else ("active",),
+        category=category,
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
-    if not all_:
-        found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
+    found.sort(key=lambda i: (i.status != "active", -i.effective(now, rt.settings), -i.id))
     if json_out:
         print_json([i.to_json(now, rt.settings) for i in found])
         return
     if not found:
-        print("(no memories)")
+        echo("(no memories)")
         return
     for item in found:
-        print(item_line(item, now, rt.settings))
+        echo(item_line(item, now, rt.settings, whose=all_assistants))
 
 
 @app.command()
 @command
 def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Show one memory, every version of it and its whole history."""
+    """Show one memory, every version of it and its whole history.
+
+    \b
+    Example:
+      rheo memory show 12
+    """
     from ..memory.facts import curation, events, items
 
     rt = runtime_for(profile)
@@ -83,36 +142,37 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
         )
         return
     state = item.status + (", pinned" if item.pinned else "")
-    print(f"#{item.id}  {item.category} · topic: {item.topic} · {state}")
-    print(safe(item.content_text()))
-    print(
+    whose = f"{item.assistant} only" if item.assistant else "shared"
+    echo(f"#{item.id}  {item.category} · topic: {item.topic} · {whose} · {state}")
+    echo(item.content_text())
+    echo(
         f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
         f"{item.reinforcements} mention{'s' if item.reinforcements != 1 else ''}, "
         f"last {local(item.reinforced_at, now)}"
     )
     source = f"{item.source}" + (f", turn #{item.source_turn_id}" if item.source_turn_id else "")
-    print(f"source: {source} · created {local(item.created_at, now)}")
+    echo(f"source: {source} · created {local(item.created_at, now)}")
     if item.due_at:
-        print(f"due: {local(item.due_at, now)}")
+        echo(f"due: {local(item.due_at, now)}")
     if item.reason:
-        print(f"reason: {safe(item.reason)}")
+        echo(f"reason: {item.reason}")
     if item.conflict_with:
-        print(
+        echo(
             f"conflict: contradicts #{item.conflict_with} (rheo memory resolve {item.id} "
             f"keeps this one)"
         )
     if len(versions) > 1:
         ordered = sorted(versions, key=lambda v: v.id)
-        print(
+        echo(
             "versions, oldest first: "
             + ", ".join(
                 f"#{v.id}" + (" (this one)" if v.id == item.id else f" {v.status}") for v in ordered
             )
         )
-    print("history:")
+    echo("history:")
     for e in history:
         turn = f" (turn #{e.source_turn_id})" if e.source_turn_id else ""
-        print(f"  {local(e.ts, now)}  {e.kind:<16} {safe(e.cause)}{turn}")
+        echo(f"  {local(e.ts, now)}  {e.kind:<16} {e.cause}{turn}")
 
 
 @app.command()
@@ -123,22 +183,35 @@ def search(
     limit: Limit = 20,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """Find memories whose topic or content match QUERY."""
+    """Find memories whose topic or content match QUERY (among those the assistant sees).
+
+    \b
+    Example:
+      rheo memory search ana
+    """
     from ..memory.facts import items
 
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.search_items(
-        rt.conn, rt.profile, query, statuses=None if all_ else ("active",), limit=limit
+        rt.conn,
+        rt.profile,
+        query,
+        statuses=None if all_ else ("active",),
+        limit=limit,
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     if json_out:
         print_json([i.to_json(now, rt.settings) for i, _ in found])
         return
     if not found:
-        print("(no memories)")
+        echo("(no memories)")
     for item, _ in found:
-        print(item_line(item, now, rt.settings))
+        echo(item_line(item, now, rt.settings, whose=all_assistants))
 
 
 @app.command()
@@ -155,28 +228,47 @@ def add(
     confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0)] = None,
     pin: Annotated[bool, typer.Option("--pin", help="Always remember it.")] = False,
     due: Annotated[
-        str | None, typer.Option("--due", help="Deadline (ISO 8601), for open items.")
+        str | None,
+        typer.Option(
+            "--due",
+            metavar="WHEN",
+            help="Deadline for an open item: friday, next monday, in 2 weeks, 2026-12-24.",
+        ),
     ] = None,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: Annotated[
+        str | None,
+        typer.Option(
+            "--assistant",
+            "-a",
+            metavar="NAME",
+            help="Make it specific to assistant NAME (else RHEO_ASSISTANT; default: shared).",
+        ),
+    ] = None,
 ) -> None:
-    """Add a memory by hand (or reinforce the same fact, or replace one on the topic)."""
-    from ..memory.facts.remember import Fact, remember
-    from ..memory.store.errors import InvalidInput
-    from ..memory.store.timeutil import parse_instant, to_stored
+    """Add a memory by hand (or reinforce the same fact, or replace one on the topic).
 
-    rt = runtime_for(profile)
+    Only the same fact, word for word up to case, punctuation, articles and plurals,
+    reinforces; anything else on the topic supersedes (the old one is kept). A pinned fact is
+    replaced only by a confident one (--confidence 0.8 or more, the default).
+
+    \b
+    Examples:
+      rheo memory add "Ana prefers tea" --topic ana.drink
+      rheo memory add "send the report" -t report -c open_item --due friday
+    """
+    from ..memory.facts.remember import Fact, remember
+    from ..memory.store.timeutil import to_stored
+
+    rt = runtime_for(profile, assistant=assistant)
     due_at = None
+    due_moment = None
     if due:
-        zone = rt.now().tzinfo
-        try:
-            # A date alone means the end of that day in the person's time zone.
-            moment = parse_instant(due if "T" in due else f"{due}T23:59:00", default_tz=zone)
-            due_at = to_stored(moment)
-        except InvalidInput:
-            raise UsageError(
-                f"--due {due!r} is not a date: use YYYY-MM-DD or an ISO 8601 date-time"
-            ) from None
+        from .dates import resolve_due
+
+        due_moment = resolve_due(due, rt.now())
+        due_at = to_stored(due_moment)
     outcome = remember(
         rt.conn,
         Fact(
@@ -192,9 +284,12 @@ def add(
         now=rt.now(),
         settings=rt.settings,
         profile=rt.profile,
+        assistant=rt.assistant_name,
     )
+    if outcome.item is None:
+        # Refused (a pinned fact kept over a less confident one): say so, exit 1.
+        raise RheoError(outcome.describe())
     if json_out:
-        assert outcome.item is not None
         print_json(
             {
                 "action": outcome.action,
@@ -205,52 +300,69 @@ def add(
             }
         )
         return
-    print(outcome.describe())
+    echo(outcome.describe())
+    if due_moment is not None:
+        from .dates import echo as echo_date
+
+        echo(f"due {echo_date(due_moment)}")
 
 
 def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
-    from ..memory.facts import curation
+    from ..ui.wording import apply_change, change_line
 
     rt = runtime_for(profile)
-    item = curation.CHANGES[action](rt.conn, rt.profile, item_id, rt.now())
+    item, already = apply_change(rt.conn, rt.profile, action, item_id, rt.now())
     if json_out:
         print_json(item.to_json(rt.now(), rt.settings))
         return
-    words = {
-        "pin": "pinned",
-        "unpin": "unpinned",
-        "forget": "forgotten (history kept)",
-        "resolve": "kept; the other version is superseded",
-        "done": "marked done",
-    }
-    print(f"#{item.id} {words[action]}: {preview(item.content_text(), 80)}")
+    echo(change_line(action, item, already=already))
 
 
 @app.command()
 @command
 def pin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Always remember this one: confidence 1.0, no decay, never evicted."""
+    """Always remember this one: confidence 1.0, no decay, never evicted.
+
+    \b
+    Example:
+      rheo memory pin 12
+    """
     _state_change("pin", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def unpin(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Let this memory decay and be evicted like the others again."""
+    """Let this memory decay and be evicted like the others again.
+
+    \b
+    Example:
+      rheo memory unpin 12
+    """
     _state_change("unpin", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def forget(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Retract a memory: no longer used or learnt again; its history is kept."""
+    """Retract a memory: no longer used or learnt again; its history is kept.
+
+    \b
+    Example:
+      rheo memory forget 12
+    """
     _state_change("forget", item_id, profile, json_out)
 
 
 @app.command()
 @command
 def conflicts(json_out: Json = False, profile: Profile = None) -> None:
-    """List contradicting pairs of confident facts awaiting your decision."""
+    """List contradicting pairs of confident facts awaiting your decision.
+
+    \b
+    Example:
+      rheo memory conflicts
+    """
     from ..memory.facts import curation
 
     rt = runtime_for(profile)
@@ -265,19 +377,24 @@ def conflicts(json_out: Json = False, profile: Profile = None) -> None:
         )
         return
     if not pairs:
-        print("(no conflicts)")
+        echo("(no conflicts)")
         return
     for newer, older in pairs:
-        print(f"topic {newer.topic}:")
-        print(f"  newer #{newer.id}: {preview(newer.content_text(), 80)}")
-        print(f"  older #{older.id}: {preview(older.content_text(), 80)}")
-        print(f"  keep one with: rheo memory resolve {newer.id}   (or {older.id})")
+        echo(f"topic {newer.topic}:")
+        echo(f"  newer #{newer.id}: {preview(newer.content_text(), 80)}")
+        echo(f"  older #{older.id}: {preview(older.content_text(), 80)}")
+        echo(f"  keep one with: rheo memory resolve {newer.id}   (or {older.id})")
 
 
 @app.command()
 @command
 def resolve(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it."""
+    """Settle a conflict by keeping ITEM_ID; the other version is superseded by it.
+
+    \b
+    Example:
+      rheo memory resolve 14
+    """
     _state_change("resolve", item_id, profile, json_out)
 
 
@@ -287,32 +404,44 @@ def items_list(
     all_: Annotated[bool, typer.Option("--all", help="Include done items.")] = False,
     json_out: Json = False,
     profile: Profile = None,
+    assistant: AssistantOpt = None,
+    all_assistants: AllAssistants = False,
 ) -> None:
-    """List open items (commitments), soonest due first."""
+    """List open items (commitments), soonest due first (those the assistant sees).
+
+    \b
+    Example:
+      rheo items list --all
+    """
     from ..memory.facts import items
 
-    rt = runtime_for(profile)
+    rt = _scoped(profile, assistant, all_assistants)
     now = rt.now()
     found = items.list_items(
         rt.conn,
         rt.profile,
         category="open_item",
         statuses=("active", "done") if all_ else ("active",),
+        assistant=rt.assistant_name,
+        all_assistants=all_assistants,
     )
     found.sort(key=lambda i: (i.status != "active", i.due_at or "9999", i.id))
     if json_out:
         print_json([i.to_json(now, rt.settings) for i in found])
         return
     if not found:
-        print("(no open items)")
+        echo("(no open items)")
     for item in found:
-        due = f"due {local(item.due_at, now)[:10]}" if item.due_at else "no due date"
-        state = "" if item.status == "active" else f"  [{item.status}]"
-        print(f"#{item.id:<5} {due:<14} {preview(item.content_text(), 80)}{state}")
+        echo(open_item_line(item, now))
 
 
 @items_app.command()
 @command
-def done(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> None:
-    """Mark an open item done: rheo stops following up on it."""
+def done(item_id: OpenItemId, json_out: Json = False, profile: Profile = None) -> None:
+    """Mark an open item done: rheo stops following up on it.
+
+    \b
+    Example:
+      rheo items done 7
+    """
     _state_change("done", item_id, profile, json_out)

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from .complete import profiles
+
 MAX_ID = 2**63 - 1
 """Largest id SQLite can hold: a larger one is a usage error, not a crash."""
 
@@ -14,13 +16,38 @@ New = Annotated[bool, typer.Option("--new", help="Start a new session now.")]
 Model = Annotated[
     str | None,
     typer.Option(
-        "--model", "-m", metavar="MODEL", help="Model to chat with (else RHEO_MODEL, config)."
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="Model to chat with, e.g. openai:gpt-5-mini (else RHEO_MODEL, config).",
+    ),
+]
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--provider",
+        metavar="NAME",
+        help="anthropic, claude-code, openai or ollama (else RHEO_PROVIDER, config, automatic).",
     ),
 ]
 Profile = Annotated[
     str | None,
     typer.Option(
-        "--profile", "-p", metavar="NAME", help="Profile to use (else RHEO_PROFILE, or 'default')."
+        "--profile",
+        "-p",
+        metavar="NAME",
+        help="Profile to use (else RHEO_PROFILE, or 'default').",
+        autocompletion=profiles,
+    ),
+]
+AssistantOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--assistant",
+        "-a",
+        metavar="NAME",
+        help="Talk to assistant NAME from config.toml [assistants.NAME]: its prompt, its model, "
+        "its own memory beside the shared one (else RHEO_ASSISTANT; default none).",
     ),
 ]
 Limit = Annotated[

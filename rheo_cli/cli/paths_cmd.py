@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from ..ui.output import print_json
+from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Profile
 
 
 @command
 def paths(json_out: Json = False, profile: Profile = None) -> None:
-    """Show the database, config file and REPL history locations."""
+    """Show the database, config file and REPL history locations.
+
+    \b
+    Example:
+      rheo paths --json
+    """
     import os
 
     from ..errors import UsageError
@@ -31,4 +36,4 @@ def paths(json_out: Json = False, profile: Profile = None) -> None:
         print_json(info)
         return
     for key, value in info.items():
-        print(f"{key:8} {value}")
+        echo(f"{key:8} {value}")

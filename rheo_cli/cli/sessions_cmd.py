@@ -1,21 +1,38 @@
-"""``rheo sessions list``: sessions as rheo detected them."""
+"""``rheo sessions list|show``: sessions as rheo detected them, and one read back whole."""
 
 from __future__ import annotations
 
+import sys
+from typing import Annotated
+
 import typer
 
-from ..ui.output import local, print_json
+from ..ui.output import echo, local, print_json, safe
+from .complete import session_numbers
 from .errors import command
-from .options import Json, Limit, Profile
+from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
-app = typer.Typer(rich_markup_mode=None, help="List conversation sessions.", no_args_is_help=True)
+app = typer.Typer(
+    pretty_exceptions_show_locals=False,
+    epilog="Example: rheo sessions show 3 --markdown",
+    rich_markup_mode=None,
+    help="List conversation sessions, read one back.",
+    no_args_is_help=True,
+)
 
 
 @app.command("list")
 @command
 def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -> None:
-    """Show the last sessions, newest first, with their turn counts."""
+    """Show the last sessions, newest first, with their turn counts.
+
+    Sessions are numbered s1, s2, ... within each profile.
+
+    \b
+    Example:
+      rheo sessions list -n 5
+    """
     from ..memory.ledger import sessions
 
     rt = runtime_for(profile)
@@ -24,10 +41,56 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         print_json([s.to_json() for s in found])
         return
     if not found:
-        print("(no sessions)")
+        echo("(no sessions)")
         return
     now = rt.now()
     for s in found:
-        print(
-            f"s{s.id:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  {s.turns} turns"
+        echo(
+            f"s{s.number:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  "
+            f"{s.turns} turns"
         )
+
+
+@app.command()
+@command
+def show(
+    number: Annotated[
+        str,
+        typer.Argument(
+            metavar="N",
+            help="Session number, as 'rheo sessions list' shows it (3 or s3).",
+            autocompletion=session_numbers,
+        ),
+    ],
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print Markdown, to keep or share.")
+    ] = False,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Print a whole session as a transcript, oldest turn first.
+
+    \b
+    Examples:
+      rheo sessions show 3
+      rheo sessions show s3 --markdown > trip-planning.md
+    """
+    from ..errors import UsageError
+    from ..memory.ledger import sessions
+    from ..memory.ledger import turns as ledger
+    from ..ui.transcript import transcript
+
+    text = number.strip().lower().removeprefix("s")
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
+        raise UsageError(f"{number!r} is not a session number (see 'rheo sessions list')")
+    rt = runtime_for(profile)
+    session = sessions.session_by_number(rt.conn, rt.profile, int(text))
+    turns = ledger.session_turns(rt.conn, rt.profile, session.id)
+    if json_out:
+        print_json({**session.to_json(), "transcript": [t.to_json() for t in turns]})
+        return
+    text = transcript(session, turns, rt.now(), markdown=markdown)
+    if sys.stdout.isatty():
+        sys.stdout.write(safe(text))  # on a terminal, stored text is shown, never interpreted
+    else:
+        sys.stdout.write(text)  # into a file or a pipe, as written

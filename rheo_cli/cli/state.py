@@ -11,15 +11,27 @@ class GlobalOptions:
 
     profile: str | None = None
     model: str | None = None
+    provider: str | None = None
+    assistant: str | None = None
     new: bool = False
 
 
 GLOBAL = GlobalOptions()
 
 
-def runtime_for(profile: str | None = None, model: str | None = None):  # type: ignore[no-untyped-def]
+def runtime_for(  # type: ignore[no-untyped-def]
+    profile: str | None = None,
+    model: str | None = None,
+    provider: str | None = None,
+    assistant: str | None = None,
+):
     """Build the Runtime: a command's own options win over the global ones."""
     from .. import runtime
 
     chosen = profile if profile is not None else GLOBAL.profile
-    return runtime.build(profile=chosen, model=model or GLOBAL.model)
+    return runtime.build(
+        profile=chosen,
+        model=model or GLOBAL.model,
+        provider=provider if provider is not None else GLOBAL.provider,
+        assistant=assistant if assistant is not None else GLOBAL.assistant,
+    )

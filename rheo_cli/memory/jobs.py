@@ -20,6 +20,7 @@ from typing import Any
 
 from .store.db import write
 from .store.errors import EngineError
+from .store.pg import dialect
 
 KINDS = ("extract", "digest")
 MAX_ATTEMPTS = 5
@@ -51,11 +52,15 @@ class Job:
     notes: list[str]
     created_at: str
     updated_at: str
+    number: int = 0
+    """The job's number within its profile (1, 2, 3...), as listings show it; 0 when the
+    query did not compute it."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape of a job."""
         return {
             "id": self.id,
+            "number": self.number,
             "profile": self.profile,
             "kind": self.kind,
             "ref_id": self.ref_id,
@@ -83,6 +88,7 @@ def _row(row: sqlite3.Row) -> Job:
         notes=json.loads(row["notes"] or "[]"),
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
     )
 
 
@@ -125,9 +131,11 @@ def claim(
         )
         args: list[Any] = [float("inf") if ignore_backoff else wall_now]
         if profile is not None:
-            sql = f"SELECT * FROM ({sql}) WHERE profile = ?"
+            sql = f"SELECT * FROM ({sql}) AS runnable WHERE profile = ?"
             args.append(profile)
         sql += " ORDER BY id"
+        if dialect(conn) == "postgres":
+            sql += " FOR UPDATE SKIP LOCKED"  # another worker's claim in flight is passed over
         for row in conn.execute(sql, args).fetchall():
             job = _row(row)
             if job.id in exclude:
@@ -272,8 +280,11 @@ def list_jobs(
     statuses: tuple[str, ...] | None = None,
     limit: int = 50,
 ) -> list[Job]:
-    """The profile's jobs, newest first, optionally of these statuses."""
-    sql = "SELECT * FROM jobs WHERE profile = ?"
+    """The profile's jobs, newest first, optionally of these statuses, with their numbers."""
+    sql = (
+        "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM jobs "
+        "WHERE profile = ?) AS numbered WHERE 1 = 1"
+    )
     args: list[Any] = [profile]
     if statuses:
         sql += f" AND status IN ({','.join('?' * len(statuses))})"
@@ -307,10 +318,13 @@ def sessions_awaiting_digest(
     conn: sqlite3.Connection, *, profile: str, closed_before: str
 ) -> list[int]:
     """Sessions of ``profile`` whose last turn is before ``closed_before`` (stored UTC: now
-    minus the gap) and that have neither a digest nor a digest job."""
+    minus the gap) and that have neither a digest nor a digest job. Sessions of imported
+    history (turns with a ``source_key``) are digested only when the import asks."""
     rows = conn.execute(
         "SELECT s.id FROM sessions s WHERE s.profile = ? AND s.last_turn_at < ? "
         "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
+        "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id "
+        "AND t.source_key IS NOT NULL) "
         "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.profile = s.profile "
         "AND j.kind = 'digest' AND j.ref_id = s.id) ORDER BY s.id",
         (profile, closed_before),
@@ -322,8 +336,3 @@ def status_counts(conn: sqlite3.Connection) -> dict[str, int]:
     """How many jobs of every profile are in each status (``pending``, ``failed``...)."""
     rows = conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
-
-
-def profiles_with_sessions(conn: sqlite3.Connection) -> list[str]:
-    """Every profile that has a session, sorted."""
-    return [str(r[0]) for r in conn.execute("SELECT DISTINCT profile FROM sessions ORDER BY 1")]

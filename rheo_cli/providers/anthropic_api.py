@@ -9,10 +9,9 @@ assemble the context meanwhile. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -26,6 +25,7 @@ from .base import (
     Usage,
 )
 from .redact import redact
+from .retry import name_wait, next_wait, one_line, retry_after, wait
 
 _preload_thread: threading.Thread | None = None
 
@@ -53,20 +53,7 @@ def has_credentials(environ: dict[str, str] | None = None) -> bool:
     )
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(redact(str(text)).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-RETRY_AFTER_MAX_S = 30.0
-"""A retry-after longer than this (seconds) is not waited for: the error is reported."""
-
-
-def _backoff(attempt: int, error: ProviderError) -> float | None:
-    """Seconds to wait before retrying after ``error`` (None: don't retry)."""
-    if error.retry_after_s is not None:
-        return error.retry_after_s if error.retry_after_s <= RETRY_AFTER_MAX_S else None
-    return 0.5 * (2**attempt) + random.uniform(0, 0.25)
+_one_line = one_line
 
 
 class AnthropicProvider:
@@ -88,16 +75,10 @@ class AnthropicProvider:
         """Told, in one line, when rheo waits before retrying (e.g. a rate limit)."""
 
     def _wait(self, seconds: float, error: ProviderError) -> None:
-        if self.on_retry is not None and seconds >= 2:
-            self.on_retry(f"{error}; retrying in {seconds:.0f} s")
-        time.sleep(seconds)
+        wait(seconds, error, self.on_retry)
 
     def _should_retry(self, error: ProviderError, attempt: int) -> float | None:
-        if attempt >= self.max_retries or not error.retryable:
-            return None
-        if error.kind in ("timeout", "stream_broken"):
-            return None
-        return _backoff(attempt, error)
+        return next_wait(error, attempt, self.max_retries)
 
     def _sdk_client(self) -> Any:
         if self._client is not None:
@@ -119,13 +100,20 @@ class AnthropicProvider:
                 "unavailable", f"the anthropic SDK is not installed: {exc}"
             ) from None
         base_url = os.environ.get("ANTHROPIC_BASE_URL", "").strip() or None
-        self._client = anthropic.Anthropic(
-            api_key=key,
-            auth_token=token,
-            base_url=base_url,
-            timeout=self.timeout_s,
-            max_retries=0,
-        )
+        try:
+            self._client = anthropic.Anthropic(
+                api_key=key,
+                auth_token=token,
+                base_url=base_url,
+                timeout=self.timeout_s,
+                max_retries=0,
+            )
+        except Exception as exc:  # noqa: BLE001 - e.g. httpx.InvalidURL for "http://[::1"
+            where = redact(base_url or "")
+            raise ProviderError(
+                "bad_request",
+                f"ANTHROPIC_BASE_URL ({where}) is not a usable URL: {_one_line(str(exc), 120)}",
+            ) from None
         return self._client
 
     def close(self) -> None:
@@ -154,6 +142,8 @@ class AnthropicProvider:
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema}
                 for t in request.tools
             ]
+        if request.tool_choice is not None:
+            params["tool_choice"] = {"type": "tool", "name": request.tool_choice}
         return params
 
     def stream(self, request: ChatRequest) -> Iterator[Event]:
@@ -190,7 +180,8 @@ class AnthropicProvider:
             return
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """One non-streamed call; returns the concatenated text blocks, usage and model."""
+        """One non-streamed call; returns the concatenated text blocks, usage and model (with
+        ``request.tool_choice``: the forced tool call's input as JSON text, when present)."""
         client = self._sdk_client()
         attempt = 0
         while True:
@@ -205,6 +196,15 @@ class AnthropicProvider:
                 self._wait(wait, error)
                 attempt += 1
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
+        for block in message.content:
+            if (
+                request.tool_choice is not None
+                and getattr(block, "type", "") == "tool_use"
+                and block.name == request.tool_choice
+                and isinstance(block.input, dict)
+            ):
+                text = json.dumps(block.input, ensure_ascii=False)
+                break
         return text, _usage(message.usage), str(message.model)
 
     def _translate(self, exc: Exception, *, started: bool) -> ProviderError:
@@ -220,7 +220,7 @@ class AnthropicProvider:
             if started:
                 return ProviderError("stream_broken", "the reply stream broke off before it ended")
             cause = exc.__cause__ or exc.__context__ or exc
-            base = os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
+            base = redact(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
             return ProviderError(
                 "connection", f"cannot reach the API at {base}: {_one_line(str(cause), 160)}"
             )
@@ -244,47 +244,12 @@ class AnthropicProvider:
         return ProviderError("other", f"the model call failed ({type(exc).__name__}): {detail}")
 
 
-def _retry_after(exc: Any) -> float | None:
-    """Seconds the API asked to wait (``retry-after-ms`` or ``retry-after``), if it did."""
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            value = float(raw) * scale
-        except (TypeError, ValueError):
-            continue
-        if value >= 0:
-            return value
-    return None
-
-
 def _status_error(exc: Any) -> ProviderError:
     error = _classify_status(exc)
-    wait = _retry_after(exc)
+    wait = retry_after(getattr(getattr(exc, "response", None), "headers", None))
     error.retry_after_s = wait
-    if wait is not None and wait >= 1 and error.kind in ("rate_limit", "overloaded"):
-        what = "rate limited" if error.kind == "rate_limit" else "the API is overloaded"
-        code = 429 if error.kind == "rate_limit" else 529
-        error = ProviderError(
-            error.kind,
-            f"{what} ({code}): the API asked to wait {_seconds(wait)}",
-            status=error.status,
-            retry_after_s=wait,
-        )
+    error = name_wait(error)
     return error
-
-
-def _seconds(value: float) -> str:
-    """``60 s``, ``2 min 5 s``: a wait as a person reads it."""
-    whole = round(value)
-    if whole < 120:
-        return f"{whole} s"
-    minutes, seconds = divmod(whole, 60)
-    return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
 
 
 def _classify_status(exc: Any) -> ProviderError:

@@ -6,7 +6,7 @@ Requests and messages use the Anthropic Messages API's shapes (content blocks, `
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -30,31 +30,64 @@ class ToolSpec:
 
 @dataclass
 class ChatRequest:
-    """One model call. ``messages`` are Messages-API dicts (role, content blocks)."""
+    """One model call. ``messages`` are Messages-API dicts (role, content blocks).
+
+    ``tool_choice`` names one of ``tools`` that the model must call (structured output: the
+    tool's ``input_schema`` is the shape wanted). A provider that can force a tool call does
+    so (Anthropic: ``tool_choice={"type": "tool", "name": ...}``; OpenAI-compatible:
+    ``tool_choice={"type": "function", "function": {"name": ...}}``) and its `complete`
+    returns that call's input as JSON text; one that cannot ignores it and returns the
+    reply's text, which callers read as JSON with repairs. None (default): no forcing.
+    """
 
     model: str
     system: list[SystemBlock]
     messages: list[dict[str, Any]]
     max_tokens: int = 4096
     tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: str | None = None
 
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens a call used, as the provider reported them."""
+    """Tokens a call used, as the provider reported them (the one Usage of providers).
+
+    ``input_tokens`` are input tokens *not* read from a prompt cache (Anthropic's meaning;
+    OpenAI-compatible providers subtract ``cached_tokens`` from ``prompt_tokens``);
+    ``cache_read_tokens``/``cache_write_tokens`` are read from / written to the cache.
+    ``cost_usd`` is set only when the backend reports a price (Claude Code does).
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cost_usd: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0.0) + (other.cost_usd or 0.0)
+        )
         return Usage(
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            cost,
         )
+
+    def counts(self) -> dict[str, int]:
+        """The four token counts by name (``input_tokens``, ``output_tokens``,
+        ``cache_read_tokens``, ``cache_write_tokens``): the single conversion to the ledger's
+        usage (``ledger.Usage(**usage.counts())``) and to JSON."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
 
 
 @dataclass(frozen=True)
@@ -99,6 +132,7 @@ ErrorKind = Literal[
     "timeout",
     "connection",
     "stream_broken",
+    "malformed",
     "unavailable",
     "other",
 ]
@@ -135,14 +169,27 @@ class ProviderError(Exception):
 
 
 class Provider(Protocol):
-    """A model backend."""
+    """A model backend: everything the turn, the REPL and the extractor use.
+
+    ``name`` is the backend's kind (``anthropic``, ``openai``, ``claude-code``...).
+    ``on_retry``, when set, is told in one line when the provider waits before retrying.
+    Nothing is imported or connected before the first call; ``close`` may be called any
+    number of times, also when no call was made.
+    """
 
     name: str
+    on_retry: Callable[[str], None] | None
 
     def stream(self, request: ChatRequest) -> Iterator[Event]:
         """Yield TextDelta/ToolCall events, then exactly one Finished; raise ProviderError."""
         ...
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """One non-streamed call: ``(text, usage, model)``; raises ProviderError."""
+        """One non-streamed call: ``(text, usage, model)``; raises ProviderError. With
+        ``request.tool_choice`` the text is the forced call's input as JSON (when the model
+        made it), else the reply's text."""
+        ...
+
+    def close(self) -> None:
+        """Release connections or child processes (idempotent)."""
         ...

@@ -16,6 +16,13 @@ from ..ui.signals import Terminated
 from . import commands
 
 PROMPT = "› "
+CONTINUATION = "… "
+"""Shown before each further line of a multi-line message (Esc+Enter, a paste)."""
+
+
+def continuation(width: int, line_number: int, is_soft_wrap: int) -> str:
+    """The prompt of a message's second and later lines, as wide as `PROMPT`."""
+    return CONTINUATION.rjust(width)
 
 
 def _key_bindings() -> Any:
@@ -30,8 +37,11 @@ def _key_bindings() -> Any:
     return kb
 
 
-def make_session(rt: Runtime, *, input: Any = None, output: Any = None) -> Any:
-    """A prompt-toolkit PromptSession with rheo's history file and key bindings."""
+def make_session(
+    rt: Runtime, *, input: Any = None, output: Any = None, completer: Any = None
+) -> Any:
+    """A prompt-toolkit PromptSession with rheo's history file, key bindings, continuation
+    prompt and (when given) Tab completion."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
@@ -56,6 +66,9 @@ def make_session(rt: Runtime, *, input: Any = None, output: Any = None) -> Any:
         input=input,
         output=output,
         enable_history_search=True,
+        prompt_continuation=continuation,
+        completer=completer,
+        complete_while_typing=False,
     )
 
 
@@ -74,7 +87,8 @@ def run_repl(
 
     stream = out or sys.stdout
     show_rendered = stream.isatty() if rendered is None else rendered
-    session = make_session(rt, input=input, output=output)
+    from .completion import SlashCompleter
+
     state = commands.ReplState(
         rt=rt,
         assistant=make_assistant(rt),
@@ -82,8 +96,22 @@ def run_repl(
         rendered=show_rendered,
         force_new=new_session,
     )
-    state.say(f"rheo · profile {rt.profile} · {rt.model} · /help for commands, Ctrl-D to exit")
+    completer = SlashCompleter(commands.MEANINGS, commands.completion_ids(state), commands.TAKES_ID)
+    session = make_session(rt, input=input, output=output, completer=completer)
+    who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
+    state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
+    if rt.provider_ready() is None and rt.conn is not None and rt.queued_digests:
+        # A session closed by time while nobody was here: summarise it in the background.
+        from ..background.worker import kick_background
+
+        kick_background(rt)
+    from prompt_toolkit.history import InMemoryHistory
+
+    kept_history = session.default_buffer.history
+    private_history = InMemoryHistory()
     while not state.done:
+        # While incognito, lines typed go to a history in memory only, not the history file.
+        session.default_buffer.history = private_history if state.incognito else kept_history
         try:
             text = session.prompt(PROMPT)
         except KeyboardInterrupt as stop:

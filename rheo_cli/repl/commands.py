@@ -13,6 +13,7 @@ from ..turn.assistant import Assistant, TurnFailed, TurnInterrupted
 HELP = """\
 /help             this list
 /new              start a new session with the next message
+/retry            send the last question again if its reply failed
 /context [TEXT]   show the context rheo would inject for TEXT
 /history QUERY    search earlier turns
 /memory [QUERY]   list (or search) what rheo remembers
@@ -21,8 +22,29 @@ HELP = """\
 /pin ID, /unpin ID, /forget ID   keep forever, let decay, retract a memory
 /conflicts        contradicting facts; /resolve ID keeps one
 /digests          summaries of recent sessions
+/incognito        stop (or resume) storing: nothing typed is kept or learnt meanwhile
 /exit             leave (Ctrl-D too)
-Esc+Enter adds a line; Ctrl-C stops a reply (the part received is kept)."""
+Esc+Enter adds a line; Tab completes commands and ids; Ctrl-C stops a reply (the part
+received is kept)."""
+
+MEANINGS = {
+    "/help": "list the commands",
+    "/new": "start a new session",
+    "/retry": "send the last question again",
+    "/context": "the context rheo would inject",
+    "/history": "search earlier turns",
+    "/memory": "what rheo remembers",
+    "/items": "open items",
+    "/done": "mark an open item done",
+    "/pin": "keep a memory forever",
+    "/unpin": "let a memory decay again",
+    "/forget": "retract a memory",
+    "/conflicts": "contradicting facts",
+    "/resolve": "keep one of a conflict",
+    "/digests": "summaries of recent sessions",
+    "/exit": "leave (Ctrl-D too)",
+}
+"""Each slash command's short meaning, for Tab completion."""
 
 
 @dataclass
@@ -35,18 +57,36 @@ class ReplState:
     rendered: bool
     force_new: bool = False
     done: bool = False
+    incognito: bool = False
+    """Nothing is stored: no turns, no extraction, no line in the input history file."""
 
     def say(self, text: str) -> None:
-        """Print a notice line."""
-        self.out.write(text + "\n")
+        """Print a notice line, through the one display filter (`safe`): stored text in it
+        is shown literally, never acted on by the terminal."""
+        from ..ui.output import safe
+
+        self.out.write(safe(text) + "\n")
         self.out.flush()
 
 
-def run_turn(state: ReplState, text: str) -> None:
-    """Send ``text`` to the model and show the streamed reply; errors become one line."""
+def _notes(state: ReplState, notes: list[str]) -> None:
+    for note in notes:
+        state.say(f"rheo: note: {note}")
+
+
+def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
+    """Send ``text`` to the model and show the streamed reply; errors become one line.
+
+    With no provider configured nothing is stored and the setup guidance is shown instead.
+    ``question`` (a stored user turn) is sent again instead of storing ``text`` (/retry)."""
     from ..background.worker import kick_background
     from ..ui.stream import ReplyWriter
+    from ..ui.wording import failed_line, interrupted_line
 
+    guidance = state.rt.provider_ready()
+    if guidance is not None:
+        state.say(guidance)
+        return
     writer = ReplyWriter(
         rendered=state.rendered, out=state.out, spinner=state.rendered, spinner_out=state.out
     )
@@ -57,29 +97,60 @@ def run_turn(state: ReplState, text: str) -> None:
             text,
             new_session=new,
             on_text=writer,
-            on_context=lambda ctx: [state.say(f"rheo: note: {n}") for n in ctx.notes],
+            on_context=lambda ctx: _notes(state, ctx.notes),
+            question=question,  # type: ignore[arg-type]
         )
         writer.finish()
     except TurnInterrupted as exc:
         writer.finish()
-        state.say(f"\n[interrupted — the partial reply is kept as turn #{exc.turn.id}]")
+        if exc.turn.id:
+            state.say("\n" + interrupted_line(exc.turn.id))
+        else:
+            state.say("\n[interrupted — the partial reply is not stored (incognito)]")
         from ..ui.signals import Terminated
 
         if isinstance(exc.cause, Terminated):
             raise exc.cause from None
     except TurnFailed as exc:
         writer.finish()
-        state.say(f"rheo: {exc.error}")
+        state.say(f"rheo: {failed_line(exc.error)}")
     except sqlite3.Error as exc:  # the ledger cannot be written: say so, keep the REPL
         writer.finish()
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
     finally:
-        kick_background(state.rt)
+        if not state.incognito:
+            kick_background(state.rt)
+
+
+def _retry(state: ReplState, arg: str) -> None:
+    from ..memory.ledger import turns as ledger
+    from ..ui.output import preview
+    from ..ui.wording import NOTHING_TO_RETRY
+
+    question = ledger.unanswered_question(state.rt.conn, state.rt.profile)
+    if question is None:
+        state.say(f"rheo: {NOTHING_TO_RETRY}")
+        return
+    state.say(f"retrying: {preview(question.content, 80)}")
+    run_turn(state, question.content, question=question)
 
 
 def _new(state: ReplState, arg: str) -> None:
     state.force_new = True
     state.say("The next message starts a new session.")
+
+
+def _incognito(state: ReplState, arg: str) -> None:
+    wanted = {"on": True, "off": False}.get(arg.strip().lower(), not state.incognito)
+    state.incognito = wanted
+    state.assistant.incognito = wanted
+    if wanted:
+        state.say(
+            "Incognito: from now on nothing is stored or learnt (memory is still read). "
+            "/incognito again to resume."
+        )
+    else:
+        state.say("Incognito off: turns are stored and remembered again.")
 
 
 def _help(state: ReplState, arg: str) -> None:
@@ -94,13 +165,13 @@ def _context(state: ReplState, arg: str) -> None:
     from ..turn.assistant import preview
     from ..turn.wiring import tool_specs
 
-    info = preview(state.rt, arg, tools=tool_specs())
+    info = preview(state.rt, arg, tools=tool_specs(), new_session=state.force_new)
     for section in info["sections"]:
         state.say(section["text"])
         state.say("")
     state.say(
         f"({info['context_tokens']} of {info['budget']} tokens; "
-        f"{'session #' + str(info['session_id']) if info['session_id'] else 'new session'})"
+        f"{'new session' if info['new_session'] else 'session #' + str(info['session_id'])})"
     )
 
 
@@ -114,9 +185,12 @@ def _history(state: ReplState, arg: str) -> None:
     found = ledger.search_turns(state.rt.conn, state.rt.profile, arg, limit=10)
     if not found:
         state.say("(no turns)")
+    from ..memory.ledger.sessions import session_numbers
+
     now = state.rt.now()
+    numbers = session_numbers(state.rt.conn, state.rt.profile)
     for turn, _ in found:
-        state.say(turn_line(turn, now))
+        state.say(turn_line(turn, now, numbers=numbers))
 
 
 def _memory(state: ReplState, arg: str) -> None:
@@ -126,9 +200,13 @@ def _memory(state: ReplState, arg: str) -> None:
     rt = state.rt
     now = rt.now()
     if arg:
-        found = [i for i, _ in items.search_items(rt.conn, rt.profile, arg)]
+        found = [
+            i for i, _ in items.search_items(rt.conn, rt.profile, arg, assistant=rt.assistant_name)
+        ]
     else:  # as `rheo memory list`: most confident first (open items are under /items)
-        found = items.list_items(rt.conn, rt.profile, exclude_category="open_item")
+        found = items.list_items(
+            rt.conn, rt.profile, exclude_category="open_item", assistant=rt.assistant_name
+        )
         found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
     if not found:
         state.say("(no memories)")
@@ -138,14 +216,17 @@ def _memory(state: ReplState, arg: str) -> None:
 
 def _items(state: ReplState, arg: str) -> None:
     from ..memory.facts import items
-    from ..ui.output import preview
+    from ..ui.items import open_item_line
 
-    found = items.list_items(state.rt.conn, state.rt.profile, category="open_item")
+    found = items.list_items(
+        state.rt.conn, state.rt.profile, category="open_item", assistant=state.rt.assistant_name
+    )
+    found.sort(key=lambda i: (i.due_at or "9999", i.id))
     if not found:
         state.say("(no open items)")
+    now = state.rt.now()
     for item in found:
-        due = f" (due {item.due_at[:10]})" if item.due_at else ""
-        state.say(f"#{item.id:<5} {preview(item.content_text(), 80)}{due}")
+        state.say(open_item_line(item, now))
 
 
 def _item_id(arg: str) -> int | None:
@@ -158,15 +239,16 @@ def _item_id(arg: str) -> int | None:
 
 def _change(action: str) -> Callable[[ReplState, str], None]:
     def handler(state: ReplState, arg: str) -> None:
-        from ..memory.facts import curation
-        from ..ui.output import preview
+        from ..ui.wording import apply_change, change_line
 
         item_id = _item_id(arg)
         if item_id is None:
             state.say(f"usage: /{action} ID")
             return
-        item = curation.CHANGES[action](state.rt.conn, state.rt.profile, item_id, state.rt.now())
-        state.say(f"#{item.id} {action}: {preview(item.content_text(), 80)}")
+        item, already = apply_change(
+            state.rt.conn, state.rt.profile, action, item_id, state.rt.now()
+        )
+        state.say(change_line(action, item, already=already))
 
     return handler
 
@@ -201,6 +283,7 @@ SLASH: dict[str, Callable[[ReplState, str], None]] = {
     "/help": _help,
     "/?": _help,
     "/new": _new,
+    "/retry": _retry,
     "/context": _context,
     "/history": _history,
     "/memory": _memory,
@@ -212,9 +295,29 @@ SLASH: dict[str, Callable[[ReplState, str], None]] = {
     "/conflicts": _conflicts,
     "/resolve": _change("resolve"),
     "/digests": _digests,
+    "/incognito": _incognito,
     "/exit": _exit,
     "/quit": _exit,
 }
+
+
+TAKES_ID = {"/done", "/pin", "/unpin", "/forget", "/resolve"}
+"""Slash commands whose argument is a memory id (Tab completes it)."""
+
+
+def completion_ids(state: ReplState) -> Callable[[str], list[tuple[int, str]]]:
+    """For the completer: the ids ``/done`` (open items) and the others (any active memory)
+    may take, newest first, each with a preview."""
+
+    def ids(command: str) -> list[tuple[int, str]]:
+        from ..memory.facts import items
+        from ..ui.output import preview
+
+        category = "open_item" if command == "/done" else None
+        found = items.list_items(state.rt.conn, state.rt.profile, category=category, limit=100)
+        return [(i.id, preview(i.content_text(), 50)) for i in found]
+
+    return ids
 
 
 def run_slash(state: ReplState, line: str) -> None:

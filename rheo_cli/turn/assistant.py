@@ -19,7 +19,9 @@ from ..memory.context import assemble as context_mod
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
 from ..memory.store import crash, health
+from ..memory.store.db import tentative
 from ..memory.store.errors import EngineError
+from ..memory.store.timeutil import to_stored
 from ..providers.base import (
     ChatRequest,
     Finished,
@@ -30,13 +32,11 @@ from ..providers.base import (
     ToolCall,
     Usage,
 )
+from ..providers.redact import redact
 from ..runtime import Runtime
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 MAX_TOOL_ROUNDS = 6
-RECORD_ATTEMPTS = 4
-"""Tries at storing a reply while another process holds the database (each waits the busy
-timeout, 30 s)."""
 """How many model calls one turn may make while Claude uses tools."""
 
 
@@ -56,14 +56,9 @@ class TurnResult:
         """``rheo ask --json``: reply, session_id, turn_ids, usage, model, status, error."""
         return {
             "reply": self.reply,
-            "session_id": self.user_turn.session_id,
-            "turn_ids": [self.user_turn.id, self.assistant_turn.id],
-            "usage": {
-                "input_tokens": self.usage.input_tokens,
-                "output_tokens": self.usage.output_tokens,
-                "cache_read_tokens": self.usage.cache_read_tokens,
-                "cache_write_tokens": self.usage.cache_write_tokens,
-            },
+            "session_id": self.user_turn.session_id or None,  # None when incognito
+            "turn_ids": [t for t in (self.user_turn.id, self.assistant_turn.id) if t],
+            "usage": self.usage.counts(),
             "model": self.model,
             "status": self.assistant_turn.status,
             "error": None,
@@ -100,8 +95,8 @@ def outcome_json(user_turn: ledger.Turn, turn: ledger.Turn, error: str | None) -
     usage = turn.usage or ledger.Usage()
     return {
         "reply": turn.content,
-        "session_id": user_turn.session_id,
-        "turn_ids": [user_turn.id, turn.id],
+        "session_id": user_turn.session_id or None,
+        "turn_ids": [t for t in (user_turn.id, turn.id) if t],
         "usage": usage.to_json(),
         "model": turn.model,
         "status": turn.status,
@@ -123,15 +118,29 @@ def clock_text(now: datetime) -> str:
 
 
 def build_request(
-    ctx: Context, *, model: str, max_tokens: int, now: datetime, tools: list[Any] | None = None
+    ctx: Context,
+    *,
+    model: str,
+    max_tokens: int,
+    now: datetime,
+    tools: list[Any] | None = None,
+    extra_system: str | None = None,
+    assistant_prompt: str = "",
 ) -> ChatRequest:
     """The Messages-API request for an assembled context.
 
-    Prompt-cache layout, stable parts first: tools and the static system prompt (cache
-    breakpoint), then the clock line; in the user message the stable sections (OPEN ITEMS,
-    EPISODIC MEMORY; second breakpoint), then the rest, ``---`` and the message.
+    Prompt-cache layout, stable parts first: tools and the static system prompt, then the
+    assistant's own prompt when one is chosen (cache breakpoint after the last of them), then
+    the clock line and the person's ``extra_system`` instructions for this call (``rheo ask
+    -s``); in the user message the stable sections (OPEN ITEMS, EPISODIC MEMORY; second
+    breakpoint), then the rest, ``---`` and the message.
     """
-    system = [SystemBlock(prompts.load("system"), cache=True), SystemBlock(clock_text(now))]
+    system = [SystemBlock(prompts.load("system"), cache=not assistant_prompt)]
+    if assistant_prompt:
+        system.append(SystemBlock(assistant_prompt, cache=True))
+    system.append(SystemBlock(clock_text(now)))
+    if extra_system and extra_system.strip():
+        system.append(SystemBlock(extra_system.strip()))
     content: list[dict[str, Any]] = []
     stable = ctx.stable_text()
     if stable:
@@ -163,21 +172,40 @@ class Assistant:
         after_reply: Callable[[ledger.Turn, ledger.Turn], None] | None = None,
         # after_reply runs for complete and interrupted replies (not failed ones).
         on_session_closed: Callable[[int], None] | None = None,
+        on_message: Callable[[ledger.Turn], None] | None = None,  # the stored person's turn
     ) -> None:
+        self.on_message = on_message
         self.rt = rt
         self.tools = tools or []
         self.run_tool = run_tool
         self.after_reply = after_reply
         self.on_session_closed = on_session_closed
+        self.extra_system: str | None = None
+        """Instructions added after rheo's own system prompt for every turn (``ask -s``)."""
+        self.incognito = False
+        """Incognito: turns are answered with the context as usual, but nothing is stored —
+        no turn, no session change, no extraction, and no tools (they could write memory)."""
         self.repairs: list[str] = []
         """One-line notes of store repairs made during the last turn (shown to the person)."""
 
-    def store_message(self, message: str, *, new_session: bool = False) -> ledger.Appended:
-        """Commit the person's turn (session detection included) and return it.
+    def store_message(
+        self,
+        message: str,
+        *,
+        new_session: bool = False,
+        session_id: int | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> ledger.Appended:
+        """Commit the person's turn (session detection included, unless ``session_id`` names
+        the session to join) and return it. ``meta`` is stored with it (a front end's own
+        ids, e.g. Telegram's update id), with the assistant talked to, from which rheo later
+        knows whose memory the exchange feeds.
 
         If the insert fails on a damaged or missing search index (an FTS5 index derived from
         the turns), the indexes are rebuilt from the tables and the insert tried once more,
         with a note in `repairs`. Raises sqlite3.Error when the ledger cannot be written."""
+        if self.rt.assistant_name is not None:
+            meta = {**(meta or {}), "assistant": self.rt.assistant_name}
 
         def append() -> ledger.Appended:
             return ledger.append_turn(
@@ -188,6 +216,8 @@ class Assistant:
                 now=self.rt.now(),
                 gap_s=self.rt.settings.gap_s,
                 new_session=new_session,
+                session_id=session_id,
+                meta=meta,
             )
 
         try:
@@ -207,37 +237,59 @@ class Assistant:
             )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
+        if self.on_message is not None:
+            self.on_message(appended.turn)
         return appended
 
-    def context_for(self, user_turn: ledger.Turn) -> Context:
-        """Assemble the context for a stored user turn (its own text is the message).
+    def context_for(self, user_turn: ledger.Turn, *, budget: int | None = None) -> Context:
+        """Assemble the context for a stored user turn (its own text is the message)."""
+        return self.compose(user_turn, budget=budget)[0]
 
-        Memory never stops the chat: parts of the store that cannot be read are left out with
-        a note, and if nothing can be read the message goes alone, with a note."""
+    def compose(
+        self, user_turn: ledger.Turn, *, budget: int | None = None
+    ) -> tuple[Context, ChatRequest]:
+        """The context and the model request for a stored user turn: the one code path behind
+        a turn and its preview (`preview`), so ``rheo context`` shows what ``rheo ask`` sends.
+        ``budget`` (tokens) overrides the configured one."""
+        now = self.rt.now()
+        stored = bool(user_turn.id) and not self.incognito
+        # Memory never stops the chat: parts of the store that cannot be read are left out
+        # with a note, and if nothing can be read the message goes alone, with a note.
         try:
             ctx = context_mod.assemble(
                 self.rt.conn,
                 profile=self.rt.profile,
                 message=user_turn.content,
-                now=self.rt.now(),
+                now=now,
                 settings=self.rt.settings,
-                session_id=user_turn.session_id,
-                before_turn_id=user_turn.id,
+                session_id=user_turn.session_id if stored else None,
+                before_turn_id=user_turn.id if stored else None,
+                budget=budget,
+                assistant=self.rt.assistant_name,
                 tolerant=True,
             )
         except (sqlite3.DatabaseError, EngineError) as exc:
             ctx = Context(
                 sections=[],
                 message=user_turn.content,
-                budget=self.rt.settings.budget_tokens,
-                session_id=user_turn.session_id,
+                budget=self.rt.settings.budget_tokens if budget is None else budget,
+                session_id=user_turn.session_id if stored else None,
                 notes=[
                     f"memory unreadable ({' '.join(str(exc).split())[:160]}); answering "
                     "without it; 'rheo doctor' checks the store"
                 ],
             )
         ctx.notes[:0] = self.repairs
-        return ctx
+        request = build_request(
+            ctx,
+            model=self.rt.model,
+            max_tokens=self.rt.config.max_tokens,
+            now=now,
+            tools=[] if self.incognito else self.tools,  # tools could write memory
+            extra_system=self.extra_system,
+            assistant_prompt=self.rt.assistant_prompt(),
+        )
+        return ctx, request
 
     def turn(
         self,
@@ -247,26 +299,52 @@ class Assistant:
         on_text: Callable[[str], None] | None = None,
         on_context: Callable[[Context], None] | None = None,
         provider: Provider | None = None,
+        session_id: int | None = None,
+        question: ledger.Turn | None = None,
     ) -> TurnResult:
-        """Run one turn. ``on_text`` receives reply text as it streams.
+        """Run one turn: store ``message``, then `respond` to it. ``on_text`` receives reply
+        text as it streams. ``session_id`` joins that session (the store's id) whatever the
+        gap; ``question`` re-sends an already stored user turn (a retry) instead of storing
+        ``message``.
 
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases.
         """
         self.repairs = []
-        user_turn = self.store_message(message, new_session=new_session).turn
-        ctx = self.context_for(user_turn)
+        if question is not None:
+            user_turn = question
+        elif self.incognito:
+            user_turn = ledger.Turn(
+                id=0,
+                profile=self.rt.profile,
+                session_id=0,
+                role="user",
+                content=message,
+                ts=to_stored(self.rt.now()),
+            )
+        else:
+            user_turn = self.store_message(
+                message, new_session=new_session, session_id=session_id
+            ).turn
+        return self.respond(user_turn, on_text=on_text, on_context=on_context, provider=provider)
+
+    def respond(
+        self,
+        user_turn: ledger.Turn,
+        *,
+        on_text: Callable[[str], None] | None = None,
+        on_context: Callable[[Context], None] | None = None,
+        provider: Provider | None = None,
+    ) -> TurnResult:
+        """Answer a person's turn that is already stored (a fresh one, or one whose reply
+        failed or never came: a retry, a front end catching up after a crash). Raises like
+        `turn`. In `incognito` mode ``user_turn`` is not stored (id 0) and neither is the reply.
+        """
+        ctx, request = self.compose(user_turn)
         if on_context is not None:
             on_context(ctx)
         backend = provider or self.rt.provider()
-        request = build_request(
-            ctx,
-            model=self.rt.model,
-            max_tokens=self.rt.config.max_tokens,
-            now=self.rt.now(),
-            tools=self.tools,
-        )
         parts: list[str] = []
         usage = Usage()
         model = self.rt.model
@@ -308,7 +386,7 @@ class Assistant:
                         on_text("\n\n")
         except KeyboardInterrupt as stop:
             turn = self._record(user_turn, "".join(parts), "interrupted", usage, model, calls)
-            if self.after_reply is not None:
+            if self.after_reply is not None and not self.incognito:
                 self.after_reply(user_turn, turn)
             raise TurnInterrupted(turn, user_turn, stop) from None
         except ProviderError as exc:
@@ -336,7 +414,7 @@ class Assistant:
             )
             raise TurnFailed(error, turn, user_turn)
         assistant_turn = self._record(user_turn, reply, "ok", usage, model, calls)
-        if self.after_reply is not None:
+        if self.after_reply is not None and not self.incognito:
             self.after_reply(user_turn, assistant_turn)
         return TurnResult(
             reply=reply,
@@ -363,59 +441,70 @@ class Assistant:
         if calls:
             meta["tool_calls"] = calls
         if error:
-            meta["error"] = error
+            # The ledger cannot be changed later: no credential (a key, a password in a base
+            # URL, a token in a query string) may enter it with an error message.
+            meta["error"] = {k: redact(v) for k, v in error.items()}
+        if usage.cost_usd is not None:  # reported by Claude Code
+            meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
         crash.reach("reply.record")
-        for attempt in range(RECORD_ATTEMPTS):
-            try:
-                return ledger.append_turn(
-                    self.rt.conn,
-                    profile=self.rt.profile,
-                    role="assistant",
-                    content=content,
-                    now=self.rt.now(),
-                    gap_s=self.rt.settings.gap_s,
-                    session_id=user_turn.session_id,
-                    model=model,
-                    status=status,
-                    usage=ledger.Usage(
-                        usage.input_tokens,
-                        usage.output_tokens,
-                        usage.cache_read_tokens,
-                        usage.cache_write_tokens,
-                    ),
-                    meta=meta,
-                ).turn
-            except sqlite3.OperationalError as exc:
-                # The reply is in hand: wait again rather than lose it.
-                if "locked" not in str(exc).lower() or attempt == RECORD_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+        if self.rt.assistant_name is not None:
+            meta["assistant"] = self.rt.assistant_name
+        turn_usage = ledger.Usage(**usage.counts())
+        if self.incognito:
+            return ledger.Turn(
+                id=0,
+                profile=self.rt.profile,
+                session_id=0,
+                role="assistant",
+                content=content,
+                ts=to_stored(self.rt.now()),
+                model=model,
+                status=status,
+                usage=turn_usage,
+                meta=meta,
+            )
+        # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
+        return ledger.append_turn(
+            self.rt.conn,
+            profile=self.rt.profile,
+            role="assistant",
+            content=content,
+            now=self.rt.now(),
+            gap_s=self.rt.settings.gap_s,
+            session_id=user_turn.session_id,
+            model=model,
+            status=status,
+            usage=turn_usage,
+            meta=meta,
+        ).turn
 
 
 def preview(
-    rt: Runtime, message: str, *, budget: int | None = None, tools: list[Any] | None = None
+    rt: Runtime,
+    message: str,
+    *,
+    budget: int | None = None,
+    tools: list[Any] | None = None,
+    new_session: bool = False,
 ) -> dict[str, Any]:
-    """Assemble the context for ``message`` (not stored) and the request it would make.
+    """The context and request ``message`` would get, built by the very code a turn uses: the
+    message is stored tentatively (session detection included), `Assistant.compose` runs, and
+    the write is rolled back, so nothing is kept and the preview is the request byte for byte.
 
     Returns ``{"system": [...], "messages": [...], "sections": [{name, text, tokens, lines}],
-    "context_tokens", "message_tokens", "budget", "session_id", "model", "notes"}``.
+    "context_tokens", "message_tokens", "budget", "session_id" (None when the message would
+    open a new session), "new_session", "model", "tools", "notes"}``.
     """
-    now = rt.now()
-    ctx = context_mod.assemble(
-        rt.conn,
-        profile=rt.profile,
-        message=message,
-        now=now,
-        settings=rt.settings,
-        budget=budget,
-    )
-    request = build_request(
-        ctx, model=rt.model, max_tokens=rt.config.max_tokens, now=now, tools=tools
-    )
+    assistant = Assistant(rt, tools=tools)
+    with tentative(rt.conn):
+        appended = assistant.store_message(message, new_session=new_session)
+        ctx, request = assistant.compose(appended.turn, budget=budget)
     return {
         "model": rt.model,
-        "session_id": ctx.session_id,
+        "assistant": rt.assistant_name,
+        "session_id": None if appended.opened_session else ctx.session_id,
+        "new_session": appended.opened_session,
         "budget": ctx.budget,
         "context_tokens": ctx.context_tokens,
         "message_tokens": ctx.message_tokens,

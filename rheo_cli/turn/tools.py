@@ -1,22 +1,28 @@
 """The tools Claude gets in a chat call (seed 1): ``write_memory`` to store a durable fact,
 ``memory_search`` and ``chat_search`` to look further back than what was injected.
 
-Whatever the tool input says, rheo enforces ownership (the profile and source turn are the
-current turn's) and append-only history (a write goes through the memory write path).
+Whatever the tool input says, rheo enforces ownership (the profile, the source turn and the
+assistant are the current turn's) and append-only history (a write goes through the memory
+write path). In a chat with a named assistant, ``write_memory`` may say ``scope``: ``shared``
+(about the person, every assistant sees it; the default) or ``assistant`` (this assistant's
+own work) — never which assistant.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import UTC
 from typing import Any
 
 from ..memory.facts import items as item_store
 from ..memory.facts.items import CATEGORIES
 from ..memory.facts.parsing import read_fact
-from ..memory.facts.pins import own_words, wants_pin
+from ..memory.facts.pins import own_words, pin_requested
 from ..memory.facts.remember import remember, writes_from_turn
+from ..memory.facts.scope import ASSISTANT, SCOPES, assistant_in, read_scope
 from ..memory.ledger import turns as ledger
+from ..memory.store.timeutil import display
 from ..memory.text.render import entry
 from ..providers.base import ToolCall, ToolSpec
 from ..runtime import Runtime
@@ -78,6 +84,31 @@ CHAT_SEARCH = ToolSpec(
 
 SPECS = [WRITE_MEMORY, MEMORY_SEARCH, CHAT_SEARCH]
 
+SCOPE_PROPERTY = {
+    "type": "string",
+    "enum": list(SCOPES),
+    "description": (
+        "shared: about the person or their company, for every assistant (the default); "
+        "assistant: only about how you, this assistant, should do your work for them."
+    ),
+}
+
+
+def specs_for(assistant: str | None) -> list[ToolSpec]:
+    """The tools for a chat with ``assistant`` (None: `SPECS`): ``write_memory`` then also
+    takes ``scope``."""
+    if assistant is None:
+        return list(SPECS)
+    schema = dict(WRITE_MEMORY.input_schema)
+    schema["properties"] = {**schema["properties"], "scope": SCOPE_PROPERTY}
+    write = ToolSpec(
+        name=WRITE_MEMORY.name,
+        description=WRITE_MEMORY.description
+        + " Say scope assistant for a fact only about your own work with them.",
+        input_schema=schema,
+    )
+    return [write, MEMORY_SEARCH, CHAT_SEARCH]
+
 
 MAX_WRITES_PER_TURN = 5
 """At most this many facts one turn's tool calls may write (a runaway loop evicts nothing)."""
@@ -87,10 +118,17 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     if writes_from_turn(rt.conn, turn.id) >= MAX_WRITES_PER_TURN:
         return f"not stored: at most {MAX_WRITES_PER_TURN} memories per message"
     notes: list[str] = []
-    candidate = read_fact(data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content)
+    # A due date given as a date is the end of that day where the person is.
+    zone = rt.now().tzinfo or UTC
+    candidate = read_fact(
+        data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content, tz=zone
+    )
     if candidate is None:
         return "not stored: " + "; ".join(notes)
-    fact = replace(candidate.fact, pinned=wants_pin(own_words(turn.content)))
+    fact = replace(candidate.fact, pinned=pin_requested(own_words(turn.content), candidate.fact))
+    own = assistant_in(turn.meta)  # the turn's assistant, whatever the input names
+    if data.get("scope") is not None and read_scope(data.get("scope")) is None:
+        notes.append(f"scope {str(data.get('scope'))[:40]!r} ignored: shared or assistant")
     outcome = remember(
         rt.conn,
         fact,
@@ -98,6 +136,7 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
         now=rt.now(),
         settings=rt.settings,
         source_turn_id=turn.id,
+        assistant=own if read_scope(data.get("scope")) == ASSISTANT else None,
     )
     return outcome.describe() + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -105,14 +144,21 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
 def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     query = str(data.get("query", ""))
     statuses = ("active", "superseded", "evicted", "done")  # never what the person retracted
-    found = item_store.search_items(rt.conn, turn.profile, query, statuses=statuses, limit=10)
+    found = item_store.search_items(
+        rt.conn,
+        turn.profile,
+        query,
+        statuses=statuses,
+        limit=10,
+        assistant=assistant_in(turn.meta),
+    )
     if not found:
         return "no stored facts match"
     now = rt.now()
     return "\n".join(
         entry(
             f"#{i.id} ({i.category}, {i.status}, confidence {i.effective(now, rt.settings):.2f}, "
-            f"since {i.created_at[:10]}) ",
+            f"since {display(i.created_at, now.tzinfo, with_time=False)}) ",
             i.content_text(),
         )
         for i, _ in found
@@ -129,9 +175,9 @@ def _chat_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     found = [(t, s) for t, s in found if t.id != turn.id]
     if not found:
         return "no earlier turns match"
+    zone = rt.now().tzinfo
     return "\n".join(
-        entry(f"#{t.id} [{t.ts[:16].replace('T', ' ')} UTC] {t.role}: ", t.content[:400])
-        for t, _ in found
+        entry(f"#{t.id} [{display(t.ts, zone)}] {t.role}: ", t.content[:400]) for t, _ in found
     )
 
 

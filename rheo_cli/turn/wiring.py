@@ -5,17 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from ..memory import jobs
+from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import to_stored
 from ..runtime import Runtime
 from .assistant import Assistant
 
 
-def tool_specs() -> list[Any]:
-    """The tools offered to Claude in a chat call."""
-    from .tools import SPECS
+def tool_specs(assistant: str | None = None) -> list[Any]:
+    """The tools offered to Claude in a chat call with ``assistant`` (None: rheo itself)."""
+    from .tools import specs_for
 
-    return list(SPECS)
+    return specs_for(assistant)
+
+
+def honour_requests(rt: Runtime, turn: ledger.Turn) -> list[str]:
+    """Act on "remember that ..." / "forget that ..." in the person's stored ``turn`` before
+    the model is called (see `memory.facts.requests`); returns what was done. Never raises:
+    memory must not break the chat."""
+    from ..memory.facts import requests
+
+    try:
+        return requests.honour(
+            rt.conn,
+            profile=turn.profile,
+            turn_id=turn.id,
+            text=turn.content,
+            now=rt.now(),
+            settings=rt.settings,
+        )
+    except Exception as exc:  # noqa: BLE001 - the turn goes on without it
+        return [f"could not honour a memory request: {exc}"]
 
 
 def make_assistant(rt: Runtime) -> Assistant:
@@ -27,6 +47,8 @@ def make_assistant(rt: Runtime) -> Assistant:
         jobs.enqueue(rt.conn, profile=rt.profile, kind="extract", ref_id=reply.id, ts=reply.ts)
 
     def on_session_closed(session_id: int) -> None:
+        if sources.imported_session(rt.conn, rt.profile, session_id):
+            return  # imported history is digested only when the import asks (--extract)
         jobs.enqueue(
             rt.conn,
             profile=rt.profile,
@@ -35,9 +57,13 @@ def make_assistant(rt: Runtime) -> Assistant:
             ts=to_stored(rt.now()),
         )
 
+    def on_message(turn: ledger.Turn) -> None:
+        honour_requests(rt, turn)
+
     return Assistant(
         rt,
-        tools=tool_specs(),
+        on_message=on_message,
+        tools=tool_specs(rt.assistant_name),
         run_tool=lambda call, turn: run_tool(rt, call, turn),
         after_reply=after_reply,
         on_session_closed=on_session_closed,

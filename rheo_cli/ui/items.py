@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from ..memory.store.timeutil import from_stored
 from .output import local, preview
 
 
-def item_line(item: Any, now: Any, settings: Any) -> str:
-    """One line per item for listings."""
+def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str:
+    """One line per item for listings; ``whose`` adds a column naming the assistant the item
+    is specific to (``shared`` for the others)."""
     flags = []
     if item.pinned:
         flags.append("pinned")
@@ -17,7 +20,23 @@ def item_line(item: Any, now: Any, settings: Any) -> str:
     if item.conflict_with:
         flags.append(f"conflicts with #{item.conflict_with}")
     extra = f"  [{', '.join(flags)}]" if flags else ""
+    day = local(item.reinforced_at, now, with_time=False)
+    column = f"{item.assistant or 'shared':<12} " if whose else ""
     return (
-        f"#{item.id:<5} {item.category:<11} {item.effective(now, settings):.2f}  "
-        f"{local(item.reinforced_at, now)[:10]}  {preview(item.content_text(), 70)}{extra}"
+        f"#{item.id:<5} {column}{item.category:<11} {item.effective(now, settings):.2f}  "
+        f"{day}  {preview(item.content_text(), 70)}{extra}"
     )
+
+
+def is_overdue(item: Any, now: datetime) -> bool:
+    """True for an active open item whose due time has passed."""
+    return bool(item.due_at) and item.status == "active" and from_stored(item.due_at) < now
+
+
+def open_item_line(item: Any, now: datetime) -> str:
+    """``#12    due 2026-12-04 OVERDUE  call Ana`` for ``items list`` and the REPL's /items."""
+    due = f"due {local(item.due_at, now, with_time=False)}" if item.due_at else "no due date"
+    if is_overdue(item, now):
+        due += " OVERDUE"
+    state = "" if item.status == "active" else f"  [{item.status}]"
+    return f"#{item.id:<5} {due:<22} {preview(item.content_text(), 80)}{state}"

@@ -1,4 +1,5 @@
-"""Showing a reply as it streams: raw text for pipes, rendered Markdown for terminals."""
+"""Showing a reply as it streams: raw text for pipes, rendered Markdown for terminals (with
+control and invisible characters shown literally, see `output.safe`)."""
 
 from __future__ import annotations
 
@@ -29,21 +30,47 @@ def _sigint_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+class BlockSplitter:
+    """Finds where finished Markdown blocks end in a growing text, looking at each line once.
+
+    A block is finished at a blank line that is outside a code fence and followed by more
+    text: later deltas can no longer change how it renders. `feed` is called with the whole
+    text so far (each call extending the previous one) and scans only the lines that arrived
+    since the last call, so a whole reply costs time linear in its length.
+    """
+
+    def __init__(self) -> None:
+        self._scanned = 0  # text[:_scanned] is whole lines already looked at
+        self._in_fence = False
+        self._candidate = 0  # end of the last blank line outside a fence
+        self.settled = 0
+
+    def feed(self, text: str) -> int:
+        """The length of ``text``'s settled prefix (never less than before)."""
+        end = text.rfind("\n", self._scanned) + 1
+        if end > self._scanned:
+            for line in text[self._scanned : end].splitlines(keepends=True):
+                stripped = line.strip()
+                if stripped.startswith(_FENCES):
+                    self._in_fence = not self._in_fence
+                self._scanned += len(line)
+                if not self._in_fence and not stripped and line.endswith(("\n", "\r")):
+                    self._candidate = self._scanned
+        if self.settled < self._candidate < len(text):
+            self.settled = self._candidate
+        return self.settled
+
+
 def settled_prefix(text: str) -> int:
     """Length of the part of ``text`` that later deltas can no longer change as Markdown: up
     to the last blank line that is outside a code fence and followed by more text (0 if none).
     """
-    best = 0
-    pos = 0
-    in_fence = False
-    for line in text.splitlines(keepends=True):
-        stripped = line.strip()
-        if stripped.startswith(_FENCES):
-            in_fence = not in_fence
-        pos += len(line)
-        if not in_fence and not stripped and pos < len(text) and line.endswith("\n"):
-            best = pos
-    return best
+    return BlockSplitter().feed(text)
+
+
+REFRESH_S = 1 / 15
+"""Shortest time between two redraws of the unfinished block (seconds): a fast stream is
+shown at most this often, so the cost of a reply grows with its length, not its deltas."""
 
 
 class ReplyWriter:
@@ -73,6 +100,8 @@ class ReplyWriter:
         self.finished = False
         self._printed = 0
         self._blocks = 0
+        self._splitter = BlockSplitter()
+        self._shown_at = 0.0
         self._console: Any = None
         self._live: Any = None
         self._status: Any = None
@@ -111,9 +140,15 @@ class ReplyWriter:
     def _markdown(self, text: str) -> Any:
         from rich.markdown import Markdown
 
-        return Markdown(text)
+        from .output import safe
+
+        # The model's text may carry escape sequences (rich drops BEL but passes ESC): on a
+        # terminal they are shown, not run. Raw mode (a pipe) writes the bytes as they came.
+        return Markdown(safe(text))
 
     def _render(self) -> None:
+        import time
+
         if self._console is None:
             from rich.console import Console
             from rich.live import Live
@@ -125,17 +160,24 @@ class ReplyWriter:
                 transient=True,
                 vertical_overflow="crop",
                 auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
             )
             self._live.start()
         with _sigint_deferred():
-            cut = settled_prefix(self.text)
+            cut = self._splitter.feed(self.text)
             if cut > self._printed:
+                # Finished blocks are printed once, for good; the live area is emptied first
+                # so that printing does not redraw the stale tail under them.
                 block = self.text[self._printed : cut]
                 self._printed = cut
                 self._live.update("", refresh=True)
                 self._print_block(block)
-            tail = self.text[self._printed :]
-            self._live.update(self._markdown(tail), refresh=True)
+            # Only the unfinished tail is drawn live, and at most every REFRESH_S.
+            now = time.monotonic()
+            if now - self._shown_at >= REFRESH_S:
+                self._live.update(self._markdown(self.text[self._printed :]), refresh=True)
+                self._shown_at = now
 
     def _print_block(self, block: str) -> None:
         # Blocks are separated by a blank line in the source: keep it between them.

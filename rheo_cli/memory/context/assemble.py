@@ -4,9 +4,11 @@
 ``=== NAME ===`` header, empty ones left out, then ``---`` and the person's message:
 
     === OPEN ITEMS ===        commitments still open, with an instruction to follow up
-    === EPISODIC MEMORY ===   the last digests, newest first, dated
+    === EPISODIC MEMORY ===   the last digests, newest first, dated (or, until the previous
+                              session has one, how that session ended: its last turns)
     === CURRENT MEMORY ===    active facts, those matching the message first
     === RELEVANT HISTORY ===  past turns and digests found for this message (see `relevant`)
+    === KNOWLEDGE ===         knowledge-base passages matching the message (see `knowledge`)
     === CURRENT SESSION ===   the last turns of the active session
 
 It makes no model call and writes nothing. Each section's candidate lines are ranked; `budget`
@@ -24,6 +26,7 @@ from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
+    KNOWLEDGE,
     OPEN_ITEMS,
     ORDER,
     RELEVANT_HISTORY,
@@ -117,9 +120,13 @@ PREAMBLES = {
         "Commitments the person made that are still open. Follow up on them proactively "
         "when it fits: ask how they are going."
     ),
-    EPISODIC: "Summaries of recent past sessions, newest first.",
+    EPISODIC: (
+        "Recent past sessions, newest first: summaries, or how the last session ended while "
+        "its summary is not written yet."
+    ),
     CURRENT_MEMORY: "Durable facts about the person, most relevant first.",
     RELEVANT_HISTORY: "Earlier conversation that matches this message, with dates.",
+    KNOWLEDGE: "Passages from the person's own documents that match this message.",
     CURRENT_SESSION: "The conversation so far in this session, oldest first.",
 }
 
@@ -134,6 +141,7 @@ def assemble(
     session_id: int | None = None,
     before_turn_id: int | None = None,
     budget: int | None = None,
+    assistant: str | None = None,
     tolerant: bool = False,
 ) -> Context:
     """Assemble the injected context for ``message`` at ``now`` (aware datetime).
@@ -142,7 +150,9 @@ def assemble(
     ``before_turn_id`` (that turn's id, so the message is not repeated in CURRENT SESSION).
     Without it, the session is the one a turn at ``now`` would join (none if the gap has
     passed). ``budget`` (tokens) overrides ``settings.budget_tokens``. Times are shown in
-    ``now``'s time zone. Reads only; never raises for an empty store.
+    ``now``'s time zone. ``assistant`` names the assistant the message is for: its facts and
+    the shared ones are injected, its own winning on a topic (None: shared facts only).
+    Reads only; never raises for an empty store.
 
     ``tolerant`` (a chat turn): a part of the store that cannot be read leaves its section
     out and adds one note naming what was left out, instead of raising.
@@ -170,6 +180,7 @@ def assemble(
         session_id=session_id,
         before_turn_id=before_turn_id,
         budget=limit,
+        assistant=assistant,
         unreadable=unreadable,
     )
     kept = budgeting.allocate(candidates, limit, PREAMBLES)

@@ -18,6 +18,7 @@ from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
+    KNOWLEDGE,
     OPEN_ITEMS,
     ORDER,
     RELEVANT_HISTORY,
@@ -30,12 +31,13 @@ SHARES: dict[str, float] = {
     EPISODIC: 0.20,
     CURRENT_MEMORY: 0.10,
     RELEVANT_HISTORY: 0.30,
+    KNOWLEDGE: 0.05,
     CURRENT_SESSION: 0.30,
 }
 """First-pass share of the budget guaranteed to each section (fractions of the budget; the
 rest goes by rank). Chosen on LoCoMo's first five conversations (BENCHMARKS.md)."""
 
-PRIORITY = (CURRENT_SESSION, OPEN_ITEMS, CURRENT_MEMORY, RELEVANT_HISTORY, EPISODIC)
+PRIORITY = (CURRENT_SESSION, OPEN_ITEMS, CURRENT_MEMORY, RELEVANT_HISTORY, KNOWLEDGE, EPISODIC)
 """Order in which sections fill their shares in the first pass."""
 
 CONTIGUOUS = frozenset({CURRENT_SESSION})

@@ -11,14 +11,18 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import TypeVar
 
+from ..facts import hotcache
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
 from ..ledger import turns as ledger
+from ..ledger.pairing import in_reply_order
+from ..ledger.sessions import previous_session
 from ..retrieval import history as relevant
 from ..retrieval.lines import (
     CURRENT_MEMORY,
     CURRENT_SESSION,
     EPISODIC,
+    KNOWLEDGE,
     OPEN_ITEMS,
     RELEVANT_HISTORY,
     Line,
@@ -29,10 +33,17 @@ from ..store.errors import EngineError, NotFound
 from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
+from ..text.tokens import estimate
+from .knowledge import knowledge_lines
 
 T = TypeVar("T")
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
+PREVIOUS_SHARE = 0.2
+"""Share of the budget the end of an undigested previous session may take (EPISODIC's)."""
+PREVIOUS_RANK = 9.0
+"""Rank of that block: below this session's turns, above everything else (it is how the
+conversation last stood)."""
 
 
 def collect(
@@ -46,9 +57,14 @@ def collect(
     session_id: int | None,
     before_turn_id: int | None,
     budget: int,
+    assistant: str | None = None,
     unreadable: dict[str, str] | None = None,
 ) -> dict[str, list[Line]]:
     """Candidate lines for every section, keyed by section name (see `context.ORDER`).
+
+    Facts and open items are those ``assistant`` sees (`facts.scope`: the shared ones plus its
+    own, its own winning on a topic; None: the shared ones only), read through the hot cache
+    when one is installed (`facts.hotcache`).
 
     A section whose part of the store cannot be read (a damaged index, a missing table, a
     corrupt row) comes back empty, and ``unreadable`` (when given) gets section -> reason:
@@ -60,39 +76,67 @@ def collect(
         try:
             return read()
         except (sqlite3.DatabaseError, EngineError, ValueError, TypeError, KeyError) as exc:
-            unreadable[section] = " ".join(str(exc).split())[:160] or type(exc).__name__
+            unreadable.setdefault(section, " ".join(str(exc).split())[:160] or type(exc).__name__)
             return empty
 
     no_items: list[item_store.MemoryItem] = []
     none: list[Line] = []
     active = guarded(
-        CURRENT_MEMORY, lambda: item_store.list_items(conn, profile, statuses=("active",)), no_items
+        CURRENT_MEMORY,
+        lambda: hotcache.active_items(conn, profile, assistant=assistant),
+        no_items,
     )
     query = analyse(message, now)
     out = {
         OPEN_ITEMS: guarded(OPEN_ITEMS, lambda: open_item_lines(active, now, tz, budget), none),
         EPISODIC: guarded(
-            EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget), none
-        ),
+            EPISODIC,
+            lambda: previous_end_lines(conn, profile, session_id, tz, settings, budget),
+            none,
+        )
+        + guarded(EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget), none),
         CURRENT_MEMORY: guarded(
             CURRENT_MEMORY,
             lambda: memory_lines(
-                conn, profile, active, message, now, tz, settings, budget, query=query
+                conn,
+                profile,
+                active,
+                message,
+                now,
+                tz,
+                settings,
+                budget,
+                query=query,
+                assistant=assistant,
             ),
             none,
         ),
         CURRENT_SESSION: [],
     }
     if session_id is not None:
+        sid = session_id
         out[CURRENT_SESSION] = guarded(
             CURRENT_SESSION,
-            lambda: session_lines(conn, profile, session_id, before_turn_id, tz, settings, budget),
+            lambda: session_lines(conn, profile, sid, before_turn_id, tz, settings, budget),
             none,
         )
     skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
+    # The previous session's end stands for its turns only where it shows them whole: a turn
+    # it had to clip can still bring its matching sentences as RELEVANT HISTORY.
+    skip_turns |= {
+        t
+        for line in out[EPISODIC]
+        if line.source.startswith("session:")
+        for t in line.turn_ids
+        if f"full text in turn #{t}" not in line.text
+    }
     if before_turn_id is not None:
         skip_turns.add(before_turn_id)
-    skip_digests = {int(line.source.split(":")[1]) for line in out[EPISODIC]}
+    skip_digests = {
+        int(line.source.split(":")[1])
+        for line in out[EPISODIC]
+        if line.source.startswith("digest:")
+    }
     out[RELEVANT_HISTORY] = guarded(
         RELEVANT_HISTORY,
         lambda: relevant.collect(
@@ -108,6 +152,7 @@ def collect(
         ),
         none,
     )
+    out[KNOWLEDGE] = guarded(KNOWLEDGE, lambda: knowledge_lines(conn, profile, query), none)
     return out
 
 
@@ -115,11 +160,6 @@ def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
     """``[YYYY-MM-DD HH:MM] user: `` (with ``(interrupted)``/``(error)`` marks when so)."""
     mark = f" ({turn.status})" if turn.status in ("interrupted", "error") else ""
     return f"[{display(turn.ts, tz)}] {turn.role}{mark}: "
-
-
-def _pair_key(turn: ledger.Turn) -> tuple[int, int]:
-    reply_to = turn.meta.get("reply_to") if turn.role == "assistant" else None
-    return (reply_to, turn.id) if isinstance(reply_to, int) else (turn.id, turn.id)
 
 
 def session_lines(
@@ -142,7 +182,7 @@ def session_lines(
     turns = [t for t in turns if t.content.strip()][-settings.session_turns :]
     # Two processes answering at once interleave their turns in the ledger; show each reply
     # right after the question it answers.
-    turns.sort(key=_pair_key)
+    turns = in_reply_order(turns)
     per_line = max(60, int(budget * 0.35))
     lines = []
     for n, turn in enumerate(turns):
@@ -160,10 +200,62 @@ def session_lines(
     return lines
 
 
+def previous_end_lines(
+    conn: sqlite3.Connection,
+    profile: str,
+    session_id: int | None,
+    tz: tzinfo | None,
+    settings: Settings,
+    budget: int,
+) -> list[Line]:
+    """How the previous session ended, while it has no digest (just closed, the worker not run
+    yet, or every model failing): its last turns (up to ``settings.session_turns``, each reply
+    after its question), newest kept first within `PREVIOUS_SHARE` of the budget, as one block
+    headed "End of the previous session". Empty once the digest exists (it replaces them).
+
+    ``session_id`` is the message's session (None: the message opens a new one, so the
+    previous session is the latest).
+    """
+    previous = previous_session(conn, profile, session_id)
+    if previous is None or digest_store.has_digest(conn, profile, previous.id):
+        return []
+    turns = ledger.session_turns(conn, profile, previous.id, limit=settings.session_turns + 4)
+    turns = in_reply_order([t for t in turns if t.content.strip()])[-settings.session_turns :]
+    if not turns:
+        return []
+    cap = max(80, int(budget * PREVIOUS_SHARE))
+    per_turn = max(40, cap // 4)
+    head = (
+        f"End of the previous session ({display(previous.started_at, tz)} to "
+        f"{display(previous.last_turn_at, tz)}; not summarised yet), its last turns:"
+    )
+    used = estimate(head)
+    picked: list[tuple[ledger.Turn, str]] = []
+    for turn in reversed(turns):
+        body = clip(turn.content, per_turn, marker=f"; full text in turn #{turn.id}")
+        text = entry(turn_prefix(turn, tz), body)
+        cost = estimate(text) + 1
+        if picked and used + cost > cap:
+            break
+        picked.insert(0, (turn, text))
+        used += cost
+    return [
+        Line(
+            text="\n".join([head, *(text for _, text in picked)]),
+            source=f"session:{previous.id}",
+            rank=PREVIOUS_RANK,
+            order=(-1.0,),
+            why=f"end of session #{previous.id}, which has no digest yet",
+            turn_ids=tuple(turn.id for turn, _ in picked),
+        )
+    ]
+
+
 def open_item_lines(
     active: list[item_store.MemoryItem], now: datetime, tz: tzinfo | None, budget: int
 ) -> list[Line]:
-    """Open commitments (category ``open_item``), soonest due first, then newest."""
+    """Open commitments (category ``open_item``), soonest due first, then newest; one whose
+    due time has passed says OVERDUE."""
     per_line = max(40, int(budget * 0.1))
     lines = []
     for item in active:
@@ -172,6 +264,8 @@ def open_item_lines(
         when = f"since {display(item.created_at, tz, with_time=False)}"
         if item.due_at:
             when += f", due {display(item.due_at, tz, with_time=False)}"
+            if from_stored(item.due_at) < now:
+                when += ", OVERDUE"
         due_key = from_stored(item.due_at).timestamp() if item.due_at else float("inf")
         lines.append(
             Line(
@@ -179,7 +273,8 @@ def open_item_lines(
                 source=f"item:{item.id}",
                 rank=5.0 - min(1.0, max(0.0, due_key / 1e11)) + (0.5 if item.pinned else 0.0),
                 order=(due_key, float(item.id)),
-                why="open commitment" + (f", due {item.due_at[:10]}" if item.due_at else ""),
+                why="open commitment"
+                + (f", due {display(item.due_at, tz, with_time=False)}" if item.due_at else ""),
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
             )
         )
@@ -220,6 +315,7 @@ def memory_lines(
     budget: int,
     *,
     query: Query | None = None,
+    assistant: str | None = None,
 ) -> list[Line]:
     """Active facts: those whose topic or content match the message first (FTS5 over items,
     seed 2's topic-match boosting, graded by `relevance`), then by effective confidence.
@@ -234,7 +330,12 @@ def memory_lines(
     # narrows them first only past a few hundred.
     candidates: set[int] | None = None
     if len(facts) > 300 and not query.empty:
-        candidates = {i.id for i, _ in item_store.search_items(conn, profile, message, limit=300)}
+        candidates = {
+            i.id
+            for i, _ in item_store.search_items(
+                conn, profile, message, limit=300, assistant=assistant
+            )
+        }
     per_line = max(40, int(budget * 0.1))
     lines = []
     for item in facts:

@@ -158,7 +158,7 @@ def mark_done(
 def conflicts(conn: sqlite3.Connection, profile: str) -> list[tuple[MemoryItem, MemoryItem]]:
     """Flagged pairs ``(newer, older)``: both confident facts on one topic, awaiting review."""
     pairs = []
-    for item in list_items(conn, profile, statuses=("active",)):
+    for item in list_items(conn, profile, statuses=("active",), all_assistants=True):
         if item.conflict_with is not None:
             older = get_item(conn, profile, item.conflict_with)
             if older.status != "retracted":

@@ -7,6 +7,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from . import hotcache
+
 EVENT_KINDS = (
     "created",
     "reinforced",
@@ -77,6 +79,7 @@ def append(
         ),
     )
     assert cur.lastrowid is not None
+    hotcache.written(profile)  # every memory change is an event: the hot cache is dropped
     return cur.lastrowid
 
 

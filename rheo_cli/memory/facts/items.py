@@ -13,11 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .. import pgsearch
 from ..store.errors import NotFound
+from ..store.pg import dialect
 from ..store.settings import Settings
 from ..store.timeutil import from_stored
 from ..text import fts
 from .decay import effective_confidence
+from .scope import view_clause
 
 CATEGORIES = (
     "goal",
@@ -57,6 +60,8 @@ class MemoryItem:
     superseded_by: int | None
     conflict_with: int | None
     due_at: str | None
+    assistant: str | None = None
+    """None: shared (every assistant sees it); else the one assistant it is specific to."""
 
     def content_text(self) -> str:
         """Label and properties as one line: ``Arowyn school (school: Crawford Bay; grade: 9)``."""
@@ -99,6 +104,7 @@ class MemoryItem:
             "created_at": self.created_at,
             "reinforced_at": self.reinforced_at,
             "due_at": self.due_at,
+            "assistant": self.assistant,
         }
 
 
@@ -133,6 +139,7 @@ def row_to_item(row: sqlite3.Row) -> MemoryItem:
         superseded_by=row["superseded_by"],
         conflict_with=row["conflict_with"],
         due_at=row["due_at"],
+        assistant=row["assistant"],
     )
 
 
@@ -154,20 +161,30 @@ def list_items(
     category: str | None = None,
     exclude_category: str | None = None,
     limit: int | None = None,
+    assistant: str | None = None,
+    all_assistants: bool = False,
 ) -> list[MemoryItem]:
-    """Items of ``profile`` with these statuses (None: all), newest first."""
-    sql = "SELECT * FROM memory_items WHERE profile = ?"
+    """Items of ``profile`` with these statuses (None: all), newest first.
+
+    Only those ``assistant`` sees (see `scope`): with None the shared items, with a name the
+    shared ones plus its own, its own winning on a topic; ``all_assistants`` lifts the filter.
+    """
+    sql = "SELECT m.* FROM memory_items m WHERE m.profile = ?"
     args: list[Any] = [profile]
     if statuses is not None:
-        sql += f" AND status IN ({','.join('?' * len(statuses))})"
+        sql += f" AND m.status IN ({','.join('?' * len(statuses))})"
         args.extend(statuses)
     if category is not None:
-        sql += " AND category = ?"
+        sql += " AND m.category = ?"
         args.append(category)
     if exclude_category is not None:
-        sql += " AND category != ?"
+        sql += " AND m.category != ?"
         args.append(exclude_category)
-    sql += " ORDER BY id DESC"
+    if not all_assistants:
+        clause, extra = view_clause(assistant)
+        sql += clause
+        args.extend(extra)
+    sql += " ORDER BY m.id DESC"
     if limit is not None:
         sql += " LIMIT ?"
         args.append(limit)
@@ -182,11 +199,20 @@ def search_items(
     statuses: tuple[str, ...] | None = ("active",),
     any_term: bool = True,
     limit: int = 50,
+    assistant: str | None = None,
+    all_assistants: bool = False,
 ) -> list[tuple[MemoryItem, float]]:
-    """FTS5 search over item topic, label and properties: ``[(item, bm25)]``, best first."""
+    """FTS5 search over item topic, label and properties: ``[(item, bm25)]``, best first.
+
+    Scoped like `list_items` (``assistant``, ``all_assistants``)."""
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
+    if dialect(conn) == "postgres":
+        rows = pgsearch.search_items(
+            conn, profile, fts.terms(query), any_term=any_term, statuses=statuses, limit=limit
+        )
+        return [(row_to_item(r), float(r["score"])) for r in rows]
     sql = (
         "SELECT m.*, f.rank AS score FROM memory_items_fts f "
         "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? AND m.profile = ?"
@@ -195,6 +221,10 @@ def search_items(
     if statuses is not None:
         sql += f" AND m.status IN ({','.join('?' * len(statuses))})"
         args.extend(statuses)
+    if not all_assistants:
+        clause, extra = view_clause(assistant)
+        sql += clause
+        args.extend(extra)
     sql += " ORDER BY f.rank LIMIT ?"
     args.append(limit)
     return [(row_to_item(r), float(r["score"])) for r in conn.execute(sql, args).fetchall()]

@@ -24,6 +24,7 @@ from ..text import language
 from .equivalence import topic_key
 from .items import CATEGORIES
 from .remember import LABEL_MAX, Fact
+from .scope import read_scope
 
 MAX_FACTS = 3
 """Seed 2: the extractor returns 0-3 facts per exchange."""
@@ -60,14 +61,46 @@ _CATEGORY_ALIASES = {
 }
 
 
+_RELATION_ALIASES = {
+    "same": "same",
+    "repeat": "same",
+    "repeats": "same",
+    "reinforce": "same",
+    "reinforces": "same",
+    "unchanged": "same",
+    "update": "update",
+    "updates": "update",
+    "updated": "update",
+    "change": "update",
+    "changed": "update",
+    "supersede": "update",
+    "supersedes": "update",
+    "replace": "update",
+    "replaces": "update",
+    "correction": "update",
+    "done": "done",
+    "fulfilled": "done",
+    "completed": "done",
+    "complete": "done",
+    "cancelled": "done",
+    "canceled": "done",
+    "closed": "done",
+    "new": "new",
+}
+
+
 @dataclass(frozen=True)
 class Candidate:
-    """A validated fact plus what the writer linked it to: an existing item id (to reinforce
-    or supersede) and, for digests, the turn it came from."""
+    """A validated fact plus what the writer linked it to: an existing item id and how it
+    relates to it (``relation``: same, update or done; None for a new fact or when the writer
+    did not say) and, for digests, the turn it came from. ``scope`` is what the writer said:
+    ``shared``, ``assistant`` (the conversation's assistant; rheo decides which) or None."""
 
     fact: Fact
     existing_id: int | None = None
     turn_id: int | None = None
+    relation: str | None = None
+    scope: str | None = None
 
 
 @dataclass
@@ -267,7 +300,8 @@ def read_fact(
 
     Aliases are accepted (``content`` as seed 1's ``{label, properties}``, ``fact``/``text``
     for the label, ``type`` for the category, ``id``/``reinforces``/``supersedes`` for an
-    existing item); fields rheo decides itself (profile, status, pinned...) are ignored.
+    existing item, ``verdict`` for ``relation``); fields rheo decides itself (profile,
+    status, pinned...) are ignored. A relation other than new needs a known id.
     """
     if isinstance(raw, str) and raw.strip():
         notes.append(f"fact {n}: a bare string, read as its label")
@@ -312,6 +346,7 @@ def read_fact(
         notes.append(f"fact {n}: dropped, {mismatch}")
         return None
     existing_id: int | None = None
+    relation = _relation(raw, notes, n)
     for key in ("existing_id", "id", "item_id", "reinforces", "supersedes", "updates"):
         if raw.get(key) is None:
             continue
@@ -322,9 +357,15 @@ def read_fact(
             continue
         if ref in known_ids:
             existing_id = ref
+            if relation is None and key in ("reinforces", "supersedes", "updates"):
+                relation = _RELATION_ALIASES[key]
         else:
             notes.append(f"fact {n}: unknown id {ref} ignored")
         break
+    if relation == "new" or (relation is not None and existing_id is None):
+        if relation != "new":
+            notes.append(f"fact {n}: {relation!r} without a known id; read as new")
+        relation = None
     topic = topic_key(_text(raw.get("topic") or raw.get("key") or ""))
     if existing_id is not None:
         if topic and topic != known_ids[existing_id]:
@@ -343,8 +384,22 @@ def read_fact(
             turn_id = tid
         else:
             notes.append(f"fact {n}: turn id {raw['turn_id']!r} is not in this session; ignored")
+    scope = read_scope(raw.get("scope"))
+    if raw.get("scope") is not None and scope is None:
+        notes.append(f"fact {n}: scope {_text(raw.get('scope'))[:40]!r} read as shared")
     ignored = sorted(
-        set(raw) & {"profile", "owner", "user", "source_turn_id", "status", "pinned", "created_at"}
+        set(raw)
+        & {
+            "profile",
+            "owner",
+            "user",
+            "source_turn_id",
+            "status",
+            "pinned",
+            "created_at",
+            "assistant",
+            "agent",
+        }
     )
     if ignored:
         notes.append(f"fact {n}: ignored {', '.join(ignored)} (rheo decides these)")
@@ -357,7 +412,21 @@ def read_fact(
         reason=_text(raw.get("reason")),
         due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n, tz),
     )
-    return Candidate(fact=fact, existing_id=existing_id, turn_id=turn_id)
+    return Candidate(
+        fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation, scope=scope
+    )
+
+
+def _relation(raw: dict[str, Any], notes: list[str], n: int) -> str | None:
+    """The fact's relation to a known fact (same, update, done, new), or None if unsaid."""
+    value = raw.get("relation", raw.get("verdict"))
+    if value is None:
+        return None
+    name = _text(value).casefold().strip()
+    relation = _RELATION_ALIASES.get(name)
+    if relation is None:
+        notes.append(f"fact {n}: unknown relation {value!r}; compared by rheo's own rule")
+    return relation
 
 
 def _plain(value: Any) -> Any:

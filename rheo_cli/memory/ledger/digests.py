@@ -10,6 +10,7 @@ from typing import Any, overload
 
 from ..store.db import write
 from ..store.errors import NotFound
+from ..text.secrets import mask, mask_value
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,14 @@ def recent_digests(conn: sqlite3.Connection, profile: str, limit: int = 5) -> li
     return [row_to_digest(r) for r in rows]
 
 
+def has_digest(conn: sqlite3.Connection, profile: str, session_id: int) -> bool:
+    """Whether session ``session_id`` of ``profile`` has its digest."""
+    row = conn.execute(
+        "SELECT 1 FROM digests WHERE session_id = ? AND profile = ?", (session_id, profile)
+    ).fetchone()
+    return row is not None
+
+
 def get_digest(conn: sqlite3.Connection, profile: str, digest_id: int) -> Digest:
     """Digest ``digest_id`` of ``profile``; raises NotFound otherwise."""
     row = conn.execute(
@@ -165,10 +174,10 @@ def store_digest(
                 session_id,
                 row["started_at"],
                 row["last_turn_at"],
-                narrative,
-                json.dumps(facts, ensure_ascii=False),
-                json.dumps(procedures, ensure_ascii=False),
-                json.dumps(decisions, ensure_ascii=False),
+                mask(narrative),  # secrets the person pasted never reach a digest
+                json.dumps(mask_value(facts), ensure_ascii=False),
+                json.dumps(mask_value(procedures), ensure_ascii=False),
+                json.dumps(mask_value(decisions), ensure_ascii=False),
                 json.dumps(source_turn_ids),
                 model,
                 created_at,

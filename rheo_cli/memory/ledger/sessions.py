@@ -17,18 +17,22 @@ DEFAULT_GAP_S = 2 * 3600.0
 
 @dataclass(frozen=True)
 class Session:
-    """A session row: times are stored UTC text; ``turns`` counts its turns."""
+    """A session row: times are stored UTC text; ``turns`` counts its turns. ``id`` is unique
+    in the store; ``number`` is what the person sees: 1, 2, 3... within the profile (0 when the
+    query did not compute it)."""
 
     id: int
     profile: str
     started_at: str
     last_turn_at: str
     turns: int
+    number: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """JSON shape for ``rheo sessions list --json``."""
         return {
             "id": self.id,
+            "number": self.number,
             "profile": self.profile,
             "started_at": self.started_at,
             "last_turn_at": self.last_turn_at,
@@ -43,13 +47,32 @@ def _row(row: sqlite3.Row) -> Session:
         started_at=row["started_at"],
         last_turn_at=row["last_turn_at"],
         turns=row["turns"],
+        number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
     )
+
+
+_NUMBERED = "SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM sessions WHERE profile = ?"
+"""Sessions of one profile with their per-profile number (sessions are never deleted, so a
+number, once shown, keeps meaning the same session)."""
 
 
 def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
     """The profile's most recent session, or None if it has none."""
     row = conn.execute(
         "SELECT * FROM sessions WHERE profile = ? ORDER BY id DESC LIMIT 1", (profile,)
+    ).fetchone()
+    return _row(row) if row else None
+
+
+def previous_session(
+    conn: sqlite3.Connection, profile: str, before_id: int | None
+) -> Session | None:
+    """The profile's session just before session ``before_id`` (its latest when None)."""
+    if before_id is None:
+        return latest_session(conn, profile)
+    row = conn.execute(
+        "SELECT * FROM sessions WHERE profile = ? AND id < ? ORDER BY id DESC LIMIT 1",
+        (profile, before_id),
     ).fetchone()
     return _row(row) if row else None
 
@@ -81,7 +104,7 @@ def active_session(
 
 
 def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Session:
-    """Session ``session_id`` of ``profile``; raises NotFound otherwise."""
+    """Session ``session_id`` (the store's id) of ``profile``; raises NotFound otherwise."""
     row = conn.execute(
         "SELECT * FROM sessions WHERE id = ? AND profile = ?", (session_id, profile)
     ).fetchone()
@@ -90,10 +113,26 @@ def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Sess
     return _row(row)
 
 
+def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Session:
+    """The profile's session shown as ``s<number>``; raises NotFound when there is none."""
+    row = conn.execute(
+        f"SELECT * FROM ({_NUMBERED}) WHERE number = ?", (profile, number)
+    ).fetchone()
+    if row is None:
+        raise NotFound(f"no session s{number} in profile {profile!r}")
+    return _row(row)
+
+
+def session_numbers(conn: sqlite3.Connection, profile: str) -> dict[int, int]:
+    """``{session id: number shown to the person}`` for every session of ``profile``."""
+    rows = conn.execute(f"SELECT id, number FROM ({_NUMBERED})", (profile,)).fetchall()
+    return {r["id"]: r["number"] for r in rows}
+
+
 def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Session]:
-    """The profile's last ``limit`` sessions, newest first."""
+    """The profile's last ``limit`` sessions, newest first, with their numbers."""
     rows = conn.execute(
-        "SELECT * FROM sessions WHERE profile = ? ORDER BY id DESC LIMIT ?", (profile, limit)
+        f"SELECT * FROM ({_NUMBERED}) ORDER BY id DESC LIMIT ?", (profile, limit)
     ).fetchall()
     return [_row(r) for r in rows]
 

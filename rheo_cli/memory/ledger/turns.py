@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .. import pgsearch
 from ..store import crash
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
+from ..store.pg import dialect
 from ..store.timeutil import to_stored
 from ..text import fts
 from .sessions import Session, attach_turn
@@ -287,6 +289,21 @@ def search_turns(
     expr = fts.match_any(query) if any_term else fts.match_all(query)
     if expr is None:
         return []
+    if dialect(conn) == "postgres":
+        found, too_common = pgsearch.search_turns(
+            conn,
+            profile,
+            _T_COLUMNS,
+            fts.terms(query),
+            any_term=any_term,
+            limit=limit,
+            window=SEARCH_WINDOW,
+            ranked_max=RANKED_MAX,
+        )
+        if too_common:
+            rows = pgsearch.newest_turn_matches(conn, profile, _T_COLUMNS, fts.terms(query), limit)
+            return [(_row_to_turn(r), 0.0) for r in rows]
+        return [(_row_to_turn(r), float(r["score"])) for r in found]
     newest = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0])
     cutoff = max(0, newest - SEARCH_WINDOW)
     sql = (
@@ -322,6 +339,10 @@ def _cjk_search(
     plain = conn.cursor()
     plain.row_factory = None
     for run in dict.fromkeys(runs):
+        if len(run) >= 3 and dialect(conn) == "postgres":
+            found = set(pgsearch.cjk_turn_ids(conn, run, 5000))
+            ids = found if ids is None else ids & found
+            continue
         if len(run) >= 3:
             plain.execute(
                 "SELECT rowid FROM turns_cjk WHERE turns_cjk MATCH ? ORDER BY rowid DESC "
@@ -331,7 +352,7 @@ def _cjk_search(
         else:
             plain.execute(
                 "SELECT id FROM (SELECT id, content FROM turns WHERE profile = ? "
-                "ORDER BY id DESC LIMIT ?) WHERE content LIKE ? ESCAPE '\\'",
+                "ORDER BY id DESC LIMIT ?) AS recent WHERE content LIKE ? ESCAPE '\\'",
                 (profile, CJK_SCAN, "%" + run.replace("%", "\\%").replace("_", "\\_") + "%"),
             )
         found = {r[0] for r in plain.fetchall()}
@@ -385,3 +406,24 @@ def count_turns(conn: sqlite3.Connection, profile: str) -> int:
 def last_turn_ids(turns: Sequence[Turn]) -> list[int]:
     """The ids of ``turns`` (a convenience for JSON output)."""
     return [t.id for t in turns]
+
+
+def unanswered_question(conn: sqlite3.Connection, profile: str) -> Turn | None:
+    """The profile's last user turn when its reply failed (an ``error`` turn follows it, or no
+    turn at all), to be sent again without storing it twice; None when it was answered (or
+    interrupted by the person) or there is no question."""
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? AND role = 'user' "
+        "ORDER BY id DESC LIMIT 1",
+        (profile,),
+    ).fetchone()
+    if row is None:
+        return None
+    question = _row_to_turn(row)
+    reply = conn.execute(
+        "SELECT status FROM turns WHERE profile = ? AND id > ? ORDER BY id DESC LIMIT 1",
+        (profile, question.id),
+    ).fetchone()
+    if reply is None or reply["status"] == "error":
+        return question
+    return None

@@ -15,7 +15,9 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
+from .. import pgsearch
 from ..ledger import digests as digest_store
+from ..store.pg import dialect
 from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
 from .lines import Line
@@ -68,6 +70,10 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
+def _match_terms(q: Query) -> list[str]:
+    return [_quote(t) for t in q.terms] + [_quote(p) for p in q.phrases[:4]]
+
+
 def _match_expr(q: Query) -> str | None:
     parts = [_quote(t) for t in q.terms]
     parts += [_quote(p) for p in q.phrases[:4]]
@@ -105,16 +111,26 @@ def _word_hits(
     idfs: dict[str, float] = {}
     if not words:
         return idfs
-    total = int(conn.execute("SELECT coalesce(max(rowid), 0) FROM turns_fts").fetchone()[0]) or 1
+    pg = dialect(conn) == "postgres"
+    newest = (
+        "SELECT coalesce(max(id), 0) FROM turns"
+        if pg
+        else ("SELECT coalesce(max(rowid), 0) FROM turns_fts")
+    )
+    total = int(conn.execute(newest).fetchone()[0]) or 1
     scores: dict[int, float] = {}
     common: list[str] = []
     plain = conn.cursor()
     plain.row_factory = None  # plain tuples: thousands of rowids, no Row objects
     for term, word in words:
-        plain.execute(
-            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?", (word, COMMON_DF + 1)
-        )
-        rowids = [r[0] for r in plain.fetchall()]
+        if pg:
+            rowids = pgsearch.word_turn_ids(conn, [word], COMMON_DF + 1)
+        else:
+            plain.execute(
+                "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?",
+                (word, COMMON_DF + 1),
+            )
+            rowids = [r[0] for r in plain.fetchall()]
         df = max(len(rowids), total // 20) if len(rowids) > COMMON_DF else len(rowids)
         idf = math.log((total + 1) / (df + 0.5))
         idfs[term] = idf
@@ -127,6 +143,8 @@ def _word_hits(
         best = sorted(scores.items(), key=lambda kv: -kv[1])[: CANDIDATES + CANDIDATE_SLACK]
         top = best[0][1] or 1.0
         chosen = {rowid: value / top for rowid, value in best}
+    elif common and pg:
+        chosen = dict.fromkeys(pgsearch.newest_word_turn_ids(conn, common, CANDIDATES), 0.5)
     elif common:
         rowids = [
             r[0]
@@ -165,7 +183,10 @@ def _trigram_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[i
             gram = run[i : i + 3]
             if gram not in grams:
                 grams.append(gram)
-    if grams:
+    if grams and dialect(conn) == "postgres":
+        rows = pgsearch.trigram_turns(conn, profile, _TURN_COLS, grams[:40], CANDIDATES)
+        _rows_to_hits(rows, hits, scored=True)
+    elif grams:
         rows = conn.execute(
             f"SELECT {_TURN_COLS}, f.rank AS rank FROM turns_cjk f JOIN turns t "
             "ON t.id = f.rowid WHERE turns_cjk MATCH ? AND t.profile = ? ORDER BY f.rank "
@@ -189,13 +210,10 @@ def _item_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int,
     expr = _match_expr(q)
     if expr is None:
         return
-    rows = conn.execute(
-        "SELECT m.source_turn_id AS tid, f.rank AS rank FROM memory_items_fts f "
-        "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? "
-        "AND m.profile = ? AND m.status != 'retracted' AND m.source_turn_id IS NOT NULL "
-        "ORDER BY f.rank LIMIT ?",
-        (expr, profile, ITEM_HITS),
-    ).fetchall()
+    if dialect(conn) == "postgres":
+        rows = pgsearch.item_source_turns(conn, profile, _match_terms(q), ITEM_HITS)
+    else:
+        rows = _sqlite_item_rows(conn, profile, expr)
     if not rows:
         return
     best = max(-r["rank"] for r in rows) or 1.0
@@ -350,6 +368,10 @@ def _digest_matches(
     expr = _match_expr(q)
     if expr is None:
         return []
+    if dialect(conn) == "postgres":
+        pg_rows = pgsearch.search_digests(conn, profile, _match_terms(q), 10)
+        best = max((-r["rank"] for r in pg_rows), default=1.0) or 1.0
+        return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in pg_rows]
     rows = conn.execute(
         "SELECT d.*, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
         "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT 10",
@@ -387,7 +409,8 @@ def _digest_lines(
         lines.append(
             Line(
                 text=entry(
-                    f"[{display(d.ended_at, tz)[:10]} session summary] ", clip(body, per_line)
+                    f"[{display(d.ended_at, tz, with_time=False)} session summary] ",
+                    clip(body, per_line),
                 ),
                 source=f"digest:{d.id}",
                 rank=0.9 + 0.8 * score,
@@ -397,3 +420,14 @@ def _digest_lines(
             )
         )
     return lines
+
+
+def _sqlite_item_rows(conn: sqlite3.Connection, profile: str, expr: str) -> list[sqlite3.Row]:
+    """``(tid, rank)`` of items matching ``expr`` through FTS5 (see `_item_hits`)."""
+    return conn.execute(
+        "SELECT m.source_turn_id AS tid, f.rank AS rank FROM memory_items_fts f "
+        "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? "
+        "AND m.profile = ? AND m.status != 'retracted' AND m.source_turn_id IS NOT NULL "
+        "ORDER BY f.rank LIMIT ?",
+        (expr, profile, ITEM_HITS),
+    ).fetchall()

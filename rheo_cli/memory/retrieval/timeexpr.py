@@ -206,3 +206,73 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
             m,
         )
     return found
+
+
+_UNIT_DAYS = {"day": 1, "week": 7}
+
+
+def future_date(expression: str, now: datetime) -> datetime | None:
+    """The day a deadline written by a person means, looking forward from ``now`` (aware):
+    midnight of that day in ``now``'s zone, or None when the words are not a date.
+
+    Understood: ``2026-12-24``; ``today``, ``tonight``, ``tomorrow``; a weekday (``friday``,
+    ``on fri``, ``this friday``: the next one, today included; ``next friday``: the one after
+    today, as retrieval reads it); ``in 2 weeks`` / ``3 days from now`` (days, weeks, months,
+    years; words or digits); ``next week`` (its Monday), ``next month`` (its first day),
+    ``end of the week``/``month``; ``24 december``, ``dec 24th``, ``24 dec 2026`` (the next
+    such day when no year is given).
+    """
+    text = " ".join(expression.lower().replace(",", " ").split())
+    today = _day(now)
+    iso = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text)
+    if iso:
+        try:
+            return today.replace(year=int(iso[1]), month=int(iso[2]), day=int(iso[3]))
+        except ValueError:
+            return None
+    fixed = {"today": 0, "tonight": 0, "tomorrow": 1, "day after tomorrow": 2}
+    if text in fixed:
+        return today + timedelta(days=fixed[text])
+    m = re.fullmatch(rf"(?:(on|this|next) )?({_DAY_RE})", text)
+    if m:
+        ahead = (WEEKDAYS[m[2]] - today.weekday()) % 7
+        if m[1] == "next" and ahead == 0:
+            ahead = 7
+        return today + timedelta(days=ahead)
+    m = re.fullmatch(
+        rf"(?:in ({_NUM_RE}) (day|week|month|year)s?|({_NUM_RE}) (day|week|month|year)s? "
+        r"from (?:now|today))",
+        text,
+    )
+    if m:
+        n, unit = _number(m[1] or m[3]), m[2] or m[4]
+        if unit in _UNIT_DAYS:
+            return today + timedelta(days=n * _UNIT_DAYS[unit])
+        months = n * (12 if unit == "year" else 1)
+        first = _add_months(today, months)
+        last_day = (_add_months(first, 1) - timedelta(days=1)).day
+        return first.replace(day=min(today.day, last_day))
+    week_start = today - timedelta(days=today.weekday())
+    if text == "next week":
+        return week_start + timedelta(days=7)
+    if text == "next month":
+        return _add_months(today.replace(day=1), 1)
+    if text in ("end of week", "end of the week", "this weekend", "weekend"):
+        return week_start + timedelta(days=6 if "end of" in text else 5)
+    if text in ("end of month", "end of the month"):
+        return _add_months(today.replace(day=1), 1) - timedelta(days=1)
+    m = re.fullmatch(
+        rf"(?:on )?(?:(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_RE})|({_MONTH_RE}) "
+        rf"(\d{{1,2}})(?:st|nd|rd|th)?)(?: (\d{{4}}))?",
+        text,
+    )
+    if m:
+        day_n, month = int(m[1] or m[4]), MONTHS[m[2] or m[3]]
+        try:
+            day = today.replace(year=int(m[5] or today.year), month=month, day=day_n)
+            if not m[5] and day < today:
+                day = day.replace(year=today.year + 1)
+        except ValueError:
+            return None
+        return day
+    return None

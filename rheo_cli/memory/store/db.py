@@ -8,10 +8,12 @@ appending at once queue on the busy timeout instead of failing with "database is
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 from .errors import StoreError
 from .migrations import migrate, refuse_newer
@@ -69,6 +71,16 @@ def open_store(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> 
     return conn
 
 
+def open_url(url: str, *, tenant: str, migrate_schema: bool = True) -> sqlite3.Connection:
+    """Open the PostgreSQL store at ``url`` (``postgresql://...``) bound to ``tenant`` (a
+    profile name from configuration), migrated; see `pg.connect`. The connection has the
+    sqlite3 surface the engine uses (typed as one). Raises StoreError when psycopg is missing
+    or the server cannot be reached."""
+    from . import pg
+
+    return cast(sqlite3.Connection, pg.connect(url, tenant, migrate_schema=migrate_schema))
+
+
 def ensure_private_dir(folder: Path) -> None:
     """Create ``folder`` (and parents) if missing; a folder rheo creates is mode 0700."""
     if folder.exists():
@@ -80,22 +92,79 @@ def ensure_private_dir(folder: Path) -> None:
         os.umask(old_umask)
 
 
+LOCK_ATTEMPTS = 4
+"""Tries at taking the write lock; each waits up to `BUSY_TIMEOUT_S` for another process."""
+
+_savepoints = itertools.count(1)
+
+
+def _begin(conn: sqlite3.Connection, attempts: int) -> None:
+    """``BEGIN IMMEDIATE``, tried again while another process holds the lock past the busy
+    timeout (SQLITE_BUSY / SQLITE_LOCKED). Raises the last OperationalError after
+    ``attempts`` tries."""
+    for attempt in range(attempts):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            busy = code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or attempt == attempts - 1:
+                raise
+
+
+def _undo(conn: sqlite3.Connection, *statements: str) -> None:
+    """Run rollback statements without letting their own failure hide the error that caused
+    them (a failed ROLLBACK leaves SQLite to roll back when the connection closes)."""
+    for statement in statements:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute(statement)
+
+
 @contextlib.contextmanager
-def write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def write(
+    conn: sqlite3.Connection, *, attempts: int = LOCK_ATTEMPTS
+) -> Iterator[sqlite3.Connection]:
     """A write transaction: ``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any exception.
 
     IMMEDIATE takes the write lock up front, so read-then-write sequences (session detection,
-    reinforcement) cannot interleave with another process's. Nested use joins the outer
-    transaction.
+    reinforcement) cannot interleave with another process's; while another process holds the
+    lock the begin is tried ``attempts`` times (each waits the busy timeout). Nested use opens
+    a SAVEPOINT inside the outer transaction: an exception undoes only the inner block's
+    writes, and the outer transaction decides what is committed. The original exception is
+    always the one raised, never an error from the rollback.
     """
     if conn.in_transaction:
-        yield conn
+        name = f"rheo_{next(_savepoints)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            _undo(conn, f"ROLLBACK TO {name}", f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
         return
-    conn.execute("BEGIN IMMEDIATE")
+    _begin(conn, attempts)
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        if conn.in_transaction:  # SQLite may have rolled back already (e.g. SQLITE_CORRUPT)
-            conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            _undo(conn, "ROLLBACK")
         raise
-    conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def tentative(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction that is always rolled back: what the writes inside it would do is
+    visible inside, and nothing of it outside, ever (``rheo context`` stores the message this
+    way to build exactly the request ``rheo ask`` would send). Raises RuntimeError inside
+    another transaction, whose writes it would discard.
+    """
+    if conn.in_transaction:
+        raise RuntimeError("a tentative write cannot run inside another transaction")
+    _begin(conn, LOCK_ATTEMPTS)
+    try:
+        yield conn
+    finally:
+        _undo(conn, "ROLLBACK")

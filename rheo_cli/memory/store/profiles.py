@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 
 from .errors import InvalidInput
 
@@ -21,3 +22,11 @@ def check_profile(name: str) -> str:
             f"invalid profile name {name!r}: use 1-64 letters, digits, '_', '.', '-'"
         )
     return name
+
+
+def list_profiles(conn: sqlite3.Connection) -> list[str]:
+    """Every profile with a session or a memory item in the store, sorted by name."""
+    rows = conn.execute(
+        "SELECT profile FROM sessions UNION SELECT profile FROM memory_items ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows]

@@ -18,7 +18,8 @@ CJK_RUN = re.compile(
 cannot split them; the trigram index can)."""
 _PHRASE = re.compile(r'"([^"]*)"')
 _WORD_CHAR = re.compile(r"\w", re.UNICODE)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f\ud800-\udfff]")
+"""Controls (a NUL would end the expression) and lone surrogates (SQLite cannot take them)."""
 
 
 def _quote(term: str) -> str:
@@ -37,7 +38,7 @@ def terms(text: str) -> list[str]:
     ``"pre"*``). Words without any letter or digit (``*``, ``(``, ``-``, emoji alone) are dropped.
     Only the first `MAX_QUERY_CHARS` characters and `MAX_TERMS` terms count.
     """
-    text = _CONTROL.sub(" ", text[:MAX_QUERY_CHARS])  # a NUL would end the expression
+    text = _CONTROL.sub(" ", text[:MAX_QUERY_CHARS])
     out: list[str] = []
     seen: set[str] = set()
 

@@ -1,0 +1,1 @@
+"""Caches in front of the store (optional): the Redis hot cache of CURRENT MEMORY."""

@@ -1,0 +1,151 @@
+"""The Redis hot cache of CURRENT MEMORY (Solid# article: "a Redis hash read + keyword
+matching"; rheo-cli[redis]).
+
+One hash per tenant and assistant, key ``rheo:{tenant}:{assistant}``: a field per active item
+(``item:<id>`` -> the item as JSON) plus ``_complete`` (so a tenant with no memory is cached
+too). A read is one round trip (HGETALL); a miss is backfilled from the store in one MULTI
+(DEL, HSET, EXPIRE) with the configured TTL, and the key is added to the tenant's index set
+``rheo:{tenant}:_keys``; every memory write deletes the keys that index names (each assistant
+sees a different view of the tenant's memory). No wildcard queries: keys are only ever named
+in full. The tenant is the runtime's profile, from
+configuration.
+
+If Redis is down, slow (timeouts of half a second) or returns something that is not what rheo
+wrote, the chat goes on with memory read from the store, and one notice goes to stderr; the
+cache is then left alone for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from typing import Any, TextIO
+
+from ..memory.facts import hotcache
+
+TIMEOUT_S = 0.5
+"""Connect and read timeout (seconds) of every Redis call."""
+
+
+def key(tenant: str, assistant: str) -> str:
+    """The hash holding ``tenant``'s memory for ``assistant`` (`hotcache.SHARED`: no assistant)."""
+    return f"rheo:{tenant}:{assistant}"
+
+
+def index_key(tenant: str) -> str:
+    """The set naming every cached hash of ``tenant`` (assistant names never start with
+    ``_``, so it cannot clash with one)."""
+    return f"rheo:{tenant}:_keys"
+
+
+class RedisHotCache:
+    """`hotcache.HotCache` over a Redis server. Never raises: trouble is one notice."""
+
+    def __init__(self, url: str, *, ttl_s: float, err: TextIO | None = None) -> None:
+        import redis
+
+        self._redis = redis.Redis.from_url(
+            url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
+        )
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self.ttl_s = ttl_s
+        self._err = err
+        self.failed = False
+
+    def _notice(self, why: str) -> None:
+        if not self.failed:
+            out = self._err or sys.stderr
+            print(
+                f"rheo: the Redis cache is not usable ({why}); memory is read from the store",
+                file=out,
+            )
+        self.failed = True
+
+    def read(self, tenant: str, assistant: str) -> list[dict[str, Any]] | None:
+        """The cached items, or None on a miss, when Redis fails, or for a malformed hash."""
+        if self.failed:
+            return None
+        try:
+            found: dict[Any, Any] = self._redis.hgetall(key(tenant, assistant))
+        except self._errors as exc:
+            self._notice(_one_line(exc))
+            return None
+        if not found:
+            return None
+        try:
+            if found.get(b"_complete") != b"1":
+                raise ValueError("no completion mark")
+            items = [
+                json.loads(value) for field, value in found.items() if field.startswith(b"item:")
+            ]
+            if not all(isinstance(i, dict) and i.get("profile") == tenant for i in items):
+                raise ValueError("items of another shape or tenant")
+        except (ValueError, AttributeError, TypeError) as exc:
+            self._notice(f"unexpected content under {key(tenant, assistant)}: {exc}")
+            return None
+        items.sort(key=lambda i: int(i.get("id", 0)))
+        return items
+
+    def fill(self, tenant: str, assistant: str, items: list[dict[str, Any]]) -> None:
+        """Replace the cached items of ``tenant``/``assistant`` (one MULTI, with the TTL)."""
+        if self.failed:
+            return
+        name = key(tenant, assistant)
+        mapping: dict[str | bytes, str | bytes] = {"_complete": "1"}
+        for item in items:
+            mapping[f"item:{item['id']}"] = json.dumps(item, ensure_ascii=False)
+        try:
+            pipe = self._redis.pipeline(transaction=True)
+            pipe.delete(name)
+            pipe.hset(name, mapping=mapping)  # type: ignore[arg-type]
+            pipe.expire(name, max(1, int(self.ttl_s)))
+            pipe.sadd(index_key(tenant), name)
+            pipe.expire(index_key(tenant), max(1, int(self.ttl_s)))
+            pipe.execute()
+        except self._errors as exc:
+            self._notice(_one_line(exc))
+
+    def invalidate(self, tenant: str) -> None:
+        """Delete ``tenant``'s cached memory: every key its index names, and the index."""
+        if self.failed:
+            return
+        try:
+            names = [n for n in self._redis.smembers(index_key(tenant)) if isinstance(n, bytes)]
+            self._redis.delete(*names, key(tenant, hotcache.SHARED), index_key(tenant))
+        except self._errors as exc:
+            self._notice(_one_line(exc))
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        with contextlib.suppress(*self._errors):
+            self._redis.close()
+
+
+def install(url: str, *, ttl_s: float) -> RedisHotCache | None:
+    """Make ``url``'s Redis the engine's hot cache; None (and one notice) when the ``redis``
+    package is missing (pip install 'rheo-cli[redis]')."""
+    try:
+        cache = RedisHotCache(url, ttl_s=ttl_s)
+    except ImportError:
+        print(
+            "rheo: RHEO_REDIS_URL needs the redis package: pip install 'rheo-cli[redis]'; "
+            "memory is read from the store",
+            file=sys.stderr,
+        )
+        return None
+    hotcache.install(cache)
+    return cache
+
+
+def uninstall() -> None:
+    """Stop using the hot cache (the runtime closes it)."""
+    cache = hotcache.installed()
+    hotcache.install(None)
+    if isinstance(cache, RedisHotCache):
+        cache.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,38 @@
+"""``rheo --help`` with its commands grouped (chat, memory, history, maintenance).
+
+Each command names its group with typer's ``rich_help_panel``; this group class prints them
+under those headings with click's plain formatter, so help needs no rich import and stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typer.core import TyperGroup
+
+PANELS = ("Chat", "Memory", "History", "Maintenance")
+"""The headings of ``rheo --help``, in order; a command without one is listed under Commands."""
+
+
+class GroupedHelp(TyperGroup):
+    """A typer group whose help lists subcommands under their ``rich_help_panel`` heading."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """Write one definition list per panel, in `PANELS` order, then any others."""
+        grouped: dict[str, list[tuple[str, str]]] = {}
+        found = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is None or cmd.hidden:
+                continue
+            found.append((name, cmd))
+        if not found:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in found)
+        for name, cmd in found:
+            panel = getattr(cmd, "rich_help_panel", None) or "Commands"
+            grouped.setdefault(panel, []).append((name, cmd.get_short_help_str(limit)))
+        order = [p for p in PANELS if p in grouped] + [p for p in grouped if p not in PANELS]
+        for panel in order:
+            with formatter.section(panel):
+                formatter.write_dl(grouped[panel])

@@ -1,0 +1,232 @@
+"""``rheo kb ...``: the knowledge base — documents rheo searches and injects under KNOWLEDGE."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import UsageError
+from ..ui.output import local, preview, print_json, safe
+from .errors import command
+from .options import Json, Limit, Profile
+from .state import runtime_for
+
+app = typer.Typer(
+    epilog="Example: rheo kb add notes/*.md",
+    rich_markup_mode=None,
+    pretty_exceptions_show_locals=False,
+    help="The knowledge base: Markdown and text documents rheo searches and injects.",
+    no_args_is_help=True,
+)
+
+MAX_FILE_BYTES = 20 * 1024 * 1024
+MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
+
+
+def _read(path: Path) -> str:
+    """The UTF-8 text of ``path``; UsageError for a missing, unreadable, binary or huge file."""
+    try:
+        info = path.stat()
+        if not path.is_file():
+            raise UsageError(f"{safe(str(path))} is not a file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise UsageError(f"{safe(str(path))} is larger than {MAX_FILE_BYTES // 2**20} MB")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {safe(str(path))}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {safe(str(path))}: {exc.strerror or exc}") from None
+    if b"\x00" in data:
+        raise UsageError(f"{safe(str(path))} is not a text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise UsageError(f"{safe(str(path))} is not UTF-8 text") from None
+
+
+@app.command("add")
+@command
+def add(
+    files: Annotated[list[Path], typer.Argument(help="Markdown or text files.")],
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Add documents, or a new version of a changed one (the old version is kept).
+
+    Markdown is cut at headings, then by size; other text by size.
+
+    \b
+    Example:
+      rheo kb add notes/pricing.md handbook.txt
+    """
+    from ..memory.kb import documents
+
+    texts = [(path, _read(path)) for path in files]  # read all before storing any
+    rt = runtime_for(profile)
+    out = []
+    for path, text in texts:
+        markdown = path.suffix.lower() in MARKDOWN_SUFFIXES
+        source = str(path.expanduser().absolute())
+        added = documents.add_document(
+            rt.conn, rt.profile, source, text, rt.now(), markdown=markdown
+        )
+        doc = added.document
+        out.append(
+            {
+                "action": added.action,
+                "id": doc.id,
+                "source": doc.source,
+                "version": doc.version,
+                "chunks": doc.chunks,
+                "previous": added.previous.id if added.previous else None,
+            }
+        )
+        if json_out:
+            continue
+        where = safe(doc.source)
+        if added.action == "added":
+            typer.echo(f"#{doc.id} added: {where} ({doc.chunks} chunks)")
+        elif added.action == "replaced" and added.previous is not None:
+            typer.echo(
+                f"#{doc.id} version {doc.version} of {where} replaces #{added.previous.id} "
+                f"(version {added.previous.version}; {added.previous.chunks} → {doc.chunks} "
+                "chunks)"
+            )
+        else:
+            typer.echo(f"#{doc.id} unchanged: {where} (version {doc.version})")
+    if json_out:
+        print_json(out)
+
+
+@app.command("list")
+@command
+def list_(
+    all_versions: Annotated[
+        bool, typer.Option("--all", help="Every version, also replaced and removed ones.")
+    ] = False,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Documents in the knowledge base.
+
+    \b
+    Example:
+      rheo kb list --all
+    """
+    from ..memory.kb import documents
+
+    rt = runtime_for(profile)
+    found = documents.list_documents(rt.conn, rt.profile, all_versions=all_versions)
+    if json_out:
+        print_json([_doc_json(d) for d in found])
+        return
+    if not found:
+        typer.echo("The knowledge base is empty: add documents with 'rheo kb add FILE'.")
+        return
+    now = rt.now()
+    for d in found:
+        state = "" if d.status == "active" else f"  [{d.status}]"
+        typer.echo(
+            f"#{d.id:<5} v{d.version:<3} {local(d.added_at, now)}  {d.chunks:>4} chunks  "
+            f"{preview(d.title, 40)}  {preview(d.source, 60)}{state}"
+        )
+
+
+def _doc_json(d: object) -> dict[str, object]:
+    from dataclasses import asdict
+
+    return asdict(d)  # type: ignore[call-overload, no-any-return]
+
+
+@app.command("show")
+@command
+def show(
+    ref: Annotated[str, typer.Argument(help="Document id or file.")],
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """One document's chunks, as they are searched and injected.
+
+    \b
+    Example:
+      rheo kb show 3
+    """
+    from ..memory.kb import documents
+
+    rt = runtime_for(profile)
+    doc = documents.find_document(rt.conn, rt.profile, _source_ref(ref))
+    chunks = documents.document_chunks(rt.conn, rt.profile, doc.id)
+    if json_out:
+        print_json(
+            {
+                **_doc_json(doc),
+                "chunk_texts": [{"heading": c.heading, "content": c.content} for c in chunks],
+            }
+        )
+        return
+    typer.echo(
+        f"#{doc.id} {safe(doc.title)} — {safe(doc.source)} (version {doc.version}, {doc.status})"
+    )
+    for n, c in enumerate(chunks, 1):
+        typer.echo(f"\n[{n}] {safe(c.heading) or '(top)'}\n{safe(c.content)}")
+
+
+def _source_ref(ref: str) -> str:
+    """An id stays an id; an existing file becomes its absolute path (how it was added)."""
+    if ref.strip().lstrip("#").isdigit():
+        return ref
+    path = Path(ref).expanduser()
+    return str(path.absolute()) if path.exists() or not Path(ref).is_absolute() else ref
+
+
+@app.command("remove")
+@command
+def remove(
+    ref: Annotated[str, typer.Argument(help="Document id or file.")],
+    profile: Profile = None,
+) -> None:
+    """Stop using a document (it is kept, marked removed).
+
+    \b
+    Example:
+      rheo kb remove notes/pricing.md
+    """
+    from ..memory.kb import documents
+
+    rt = runtime_for(profile)
+    doc = documents.find_document(rt.conn, rt.profile, _source_ref(ref))
+    removed = documents.remove_document(rt.conn, rt.profile, doc.id, rt.now())
+    typer.echo(f"#{removed.id} removed: {safe(removed.source)}")
+
+
+@app.command("search")
+@command
+def search(
+    query: Annotated[list[str], typer.Argument(help="Words to look for.")],
+    limit: Limit = 10,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Passages of the knowledge base matching the words, best first.
+
+    \b
+    Example:
+      rheo kb search refund policy
+    """
+    from dataclasses import asdict
+
+    from ..memory.kb import search as kb_search
+
+    rt = runtime_for(profile)
+    found = kb_search.search_chunks(rt.conn, rt.profile, " ".join(query), limit=limit)
+    if json_out:
+        print_json([asdict(p) for p in found])
+        return
+    if not found:
+        typer.echo("No passage matches.")
+        return
+    for p in found:
+        where = f"{p.title}" + (f" › {p.heading}" if p.heading else "")
+        typer.echo(f"#{p.document_id} {preview(where, 60)}\n    {preview(p.content, 150)}")

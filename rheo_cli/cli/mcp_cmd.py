@@ -1,0 +1,47 @@
+"""``rheo mcp``: serve rheo's memory to Claude Code, Claude Desktop and other MCP clients."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import UsageError
+from .errors import command
+from .options import Profile
+from .state import runtime_for
+
+
+@command
+def mcp(
+    log_turns: Annotated[
+        bool,
+        typer.Option(
+            "--log-turns",
+            help="Also offer a log_turn tool, so the client can record its conversation "
+            "in rheo's history.",
+        ),
+    ] = False,
+    profile: Profile = None,
+) -> None:
+    """Run a Model Context Protocol server on stdin/stdout for one profile.
+
+    Tools: write_memory, memory_search, memory_list, memory_forget, chat_search,
+    chat_recent and context.
+
+    \b
+    Example (add it to Claude Code):
+      claude mcp add rheo -- rheo mcp --profile work
+    """
+    try:
+        import mcp as _sdk  # noqa: F401
+    except ImportError:
+        raise UsageError("rheo mcp needs the MCP SDK: pip install 'rheo-cli[mcp]'") from None
+    from ..mcpserver.server import serve
+
+    rt = runtime_for(profile)
+    rt.conn  # noqa: B018 - open (and migrate) the store before the first request
+    try:
+        serve(rt, log_turns=log_turns)
+    finally:
+        rt.close()

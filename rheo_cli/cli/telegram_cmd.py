@@ -1,0 +1,43 @@
+"""``rheo telegram``: the Telegram front end (optional extra ``rheo-cli[telegram]``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..errors import RheoError
+from .errors import command, say_error
+from .state import runtime_for
+
+
+@command
+def telegram(
+    once: Annotated[
+        bool, typer.Option("--once", help="Answer what is waiting, then exit (cron, tests).")
+    ] = False,
+) -> None:
+    """Run the Telegram bot by long polling: allowed chats get the same turn as `rheo ask`.
+
+    Token from RHEO_TELEGRAM_TOKEN (or [telegram] token); allowed chats and their profiles
+    from [telegram] chats in config.toml. Everyone else gets one refusal line and nothing is
+    stored.
+
+    Example: RHEO_TELEGRAM_TOKEN=123:abc rheo telegram
+    """
+    import asyncio
+    import importlib.util
+
+    if importlib.util.find_spec("telegram") is None:
+        raise RheoError("rheo telegram needs python-telegram-bot: pip install 'rheo-cli[telegram]'")
+    from ..telegram.bot import TelegramBot, settings_from
+
+    rt = runtime_for(None, None)
+    settings = settings_from(rt)
+    bot = TelegramBot(settings, home=rt.paths.home, log=lambda line: say_error(line))
+    rt.close()
+    if not once:
+        say_error(f"rheo telegram: serving {len(settings.chats)} chat(s); Ctrl-C stops")
+    handled = asyncio.run(bot.run(once=once))
+    if once:
+        say_error(f"handled {handled} update(s)")

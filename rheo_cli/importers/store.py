@@ -1,0 +1,142 @@
+"""Writing parsed history into the ledger: one transaction, idempotent, original times.
+
+Conversations go in one after another, oldest first, each in its own order; a conversation
+opens a session of its own (it was a new chat in that tool) and within it the session gap
+splits sessions as it does for rheo's own turns. A message whose source key the profile
+already holds is skipped, so importing the same export again (or a later export holding more)
+adds only what is new. Everything is written in one transaction: an error leaves the store
+as it was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..memory import jobs
+from ..memory.bulk import TurnIn, import_turns
+from ..memory.ledger import sources
+from ..memory.store.db import write
+from .model import Parsed
+
+
+@dataclass
+class Summary:
+    """What an import did: conversations and turns written, sessions opened, what was
+    skipped and why (counts), and extraction/digest jobs queued (with ``--extract``)."""
+
+    fmt: str
+    conversations: int = 0
+    turns: int = 0
+    sessions: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    extract_jobs: int = 0
+    digest_jobs: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` shape: the counts and ``skipped`` as {reason: count}."""
+        return {
+            "format": self.fmt,
+            "conversations": self.conversations,
+            "turns": self.turns,
+            "sessions": self.sessions,
+            "skipped": dict(sorted(self.skipped.items())),
+            "extract_jobs": self.extract_jobs,
+            "digest_jobs": self.digest_jobs,
+        }
+
+
+def _rows(parsed: Parsed, known: set[str], summary: Summary) -> list[TurnIn]:
+    rows: list[TurnIn] = []
+    ordered = sorted(parsed.conversations, key=lambda c: c.messages[0].when)
+    for conversation in ordered:
+        fresh = [m for m in conversation.messages if m.key not in known]
+        summary.skipped["already imported"] += len(conversation.messages) - len(fresh)
+        if not fresh:
+            continue
+        summary.conversations += 1
+        whole = len(fresh) == len(conversation.messages)
+        for n, message in enumerate(fresh):
+            meta: dict[str, Any] = {"imported": parsed.fmt}
+            if n == 0:
+                meta["conversation"] = conversation.key
+                if conversation.title:
+                    meta["title"] = conversation.title
+            rows.append(
+                TurnIn(
+                    role=message.role,
+                    content=message.content,
+                    when=message.when,
+                    model=message.model,
+                    status="ok" if message.role == "assistant" else None,
+                    meta=meta,
+                    source_key=message.key,
+                    new_session=whole and n == 0,
+                )
+            )
+    if not summary.skipped["already imported"]:
+        del summary.skipped["already imported"]
+    return rows
+
+
+def import_history(
+    conn: sqlite3.Connection,
+    profile: str,
+    parsed: Parsed,
+    *,
+    gap_s: float,
+    now: str,
+    extract: bool = False,
+    on_row: Callable[[int], None] | None = None,
+) -> Summary:
+    """Write ``parsed`` into ``profile``'s ledger in one transaction and return the summary.
+
+    ``gap_s``: the session gap (seconds); ``now``: stored UTC time stamped on queued jobs.
+    With ``extract``, an extraction job is queued for every imported reply that answers the
+    person, and a digest job for every imported session (ordinary jobs, run by the worker).
+    ``on_row(total)`` is called before the first row with the row count (total), then once
+    with 0 per row written. Raises InvalidInput (nothing written) for a row the ledger refuses.
+    """
+    summary = Summary(parsed.fmt, skipped=Counter(parsed.skipped))
+    with write(conn):
+        keys = [m.key for c in parsed.conversations for m in c.messages]
+        known = sources.known_source_keys(conn, profile, keys)
+        rows = _rows(parsed, known, summary)
+        if on_row is not None:
+            on_row(len(rows))
+
+        def fed() -> Iterator[TurnIn]:
+            for row in rows:
+                yield row
+                if on_row is not None:
+                    on_row(0)
+
+        done = import_turns(conn, profile, fed(), gap_s=gap_s)
+        summary.turns = done.turns
+        summary.sessions = done.sessions
+        if extract and done.first_id is not None and done.last_id is not None:
+            _queue_jobs(conn, profile, done.first_id, done.last_id, now, summary)
+    return summary
+
+
+def _queue_jobs(
+    conn: sqlite3.Connection, profile: str, first: int, last: int, now: str, summary: Summary
+) -> None:
+    previous: tuple[int, str, int] | None = None
+    sessions: list[int] = []
+    for turn_id, role, session_id in sources.turn_roles(conn, profile, first, last):
+        if session_id not in sessions:
+            sessions.append(session_id)
+        answers = previous is not None and previous[1] == "user" and previous[2] == session_id
+        if role == "assistant" and answers:
+            summary.extract_jobs += jobs.enqueue(
+                conn, profile=profile, kind="extract", ref_id=turn_id, ts=now
+            )
+        previous = (turn_id, role, session_id)
+    for session_id in sessions:
+        summary.digest_jobs += jobs.enqueue(
+            conn, profile=profile, kind="digest", ref_id=session_id, ts=now
+        )

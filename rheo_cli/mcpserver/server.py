@@ -1,0 +1,219 @@
+"""The MCP server itself: rheo's memory tools behind the official ``mcp`` SDK (v2,
+``MCPServer``) over stdio. Imported only by ``rheo mcp``; the SDK is an optional extra
+(``pip install 'rheo-cli[mcp]'``).
+
+Tool arguments are checked by the SDK against each tool's schema (a wrong type or a missing
+field is a tool error before any code runs); what rheo refuses beyond that (an unknown id, an
+empty label, a bad date) is a tool error with rheo's one-line reason. Nothing is stored when a
+tool fails.
+"""
+
+# No ``from __future__ import annotations``: the SDK reads the tool functions' annotations
+# (Field bounds, Literal choices, the Context parameter) at registration.
+
+import contextlib
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from ..errors import RheoError
+from ..memory.facts.items import CATEGORIES
+from ..memory.store.errors import EngineError
+from ..runtime import Runtime
+from . import actions
+
+try:
+    from importlib.metadata import version as _dist_version
+
+    VERSION = _dist_version("rheo-cli")
+except Exception:  # noqa: BLE001 - a source checkout without metadata
+    VERSION = "0"
+
+INSTRUCTIONS = (
+    "rheo is the person's long-term memory, shared with their rheo command-line assistant. "
+    "At the start of a conversation call `context` with the person's first message to get "
+    "what rheo knows that is relevant. Store durable facts about the person (preferences, "
+    "people, projects, goals, deadlines, decisions, commitments) with `write_memory`; look "
+    "further back with `memory_search` and `chat_search`."
+)
+
+Category = Literal[CATEGORIES]  # type: ignore[valid-type]
+
+READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+ADD = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+RETRACT = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+
+def _caller(ctx: Context, cache: dict[str, actions.Caller]) -> actions.Caller:
+    """The client named in this connection's ``initialize`` (clientInfo), remembered."""
+    if "caller" not in cache:
+        name = version = None
+        with contextlib.suppress(Exception):
+            info = ctx.session.client_params.client_info
+            name, version = info.name, info.version
+        cache["caller"] = actions.Caller.named(name, version)
+    return cache["caller"]
+
+
+def _run(action: Callable[[], str]) -> str:
+    """Run a tool's action; rheo's refusals become tool errors with their reason."""
+    try:
+        return action()
+    except (EngineError, RheoError, actions.ToolInputError) as exc:
+        raise ToolError(str(exc)) from None
+
+
+def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
+    """The server for ``rt``'s profile: the memory tools (and ``log_turn`` with
+    ``log_turns``), each annotated read-only or writing."""
+    server: MCPServer = MCPServer(
+        name="rheo",
+        title="rheo memory",
+        instructions=INSTRUCTIONS,
+        version=VERSION,
+        log_level="WARNING",
+    )
+    seen: dict[str, actions.Caller] = {}
+
+    @server.tool(annotations=ADD)
+    async def write_memory(
+        category: Annotated[Category, Field(description="What kind of fact this is.")],
+        topic: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=200,
+                description="Short key, 1-4 words ('arowyn school'); a later fact on the "
+                "same topic replaces this one.",
+            ),
+        ],
+        label: Annotated[
+            str, Field(min_length=1, max_length=500, description="The fact, one sentence.")
+        ],
+        ctx: Context,
+        properties: Annotated[
+            dict[str, Any] | None, Field(description="Details as key/values.")
+        ] = None,
+        confidence: Annotated[float | None, Field(ge=0, le=1)] = None,
+        reason: Annotated[
+            str, Field(max_length=500, description="Why it is worth remembering.")
+        ] = "",
+        due: Annotated[
+            str | None, Field(description="Deadline for an open item: YYYY-MM-DD or ISO 8601.")
+        ] = None,
+    ) -> str:
+        """Store a durable fact about the person so rheo remembers it in later
+        conversations (in any client): a preference, a person in their life, a project
+        detail, a goal, a deadline, a decision, or a commitment (category open_item). The
+        same fact again reinforces it; a different fact on the same topic supersedes the
+        old one, which stays in the history."""
+        caller = _caller(ctx, seen)
+        return _run(
+            lambda: actions.write_memory(
+                rt,
+                caller,
+                category=category,
+                topic=topic,
+                label=label,
+                properties=properties,
+                confidence=confidence,
+                reason=reason,
+                due=due,
+            )
+        )
+
+    @server.tool(annotations=READ)
+    async def memory_search(
+        query: Annotated[str, Field(min_length=1, max_length=2000)],
+        include_inactive: Annotated[
+            bool, Field(description="Also replaced, evicted and done facts.")
+        ] = False,
+        limit: Annotated[int, Field(ge=1, le=100)] = 10,
+    ) -> str:
+        """Search the stored facts about the person by words; best matches first."""
+        return _run(
+            lambda: actions.memory_search(
+                rt, query=query, include_inactive=include_inactive, limit=limit
+            )
+        )
+
+    @server.tool(annotations=READ)
+    async def memory_list(
+        category: Annotated[Category | None, Field(description="Only this category.")] = None,
+        include_inactive: Annotated[
+            bool, Field(description="Also replaced, evicted and done facts, newest first.")
+        ] = False,
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+    ) -> str:
+        """List the stored facts about the person, most confident first."""
+        return _run(
+            lambda: actions.memory_list(
+                rt, category=category, include_inactive=include_inactive, limit=limit
+            )
+        )
+
+    @server.tool(annotations=RETRACT)
+    async def memory_forget(
+        id: Annotated[int, Field(ge=1, le=2**63 - 1, description="The memory's #id.")],
+        ctx: Context,
+    ) -> str:
+        """Forget a stored fact (when the person says it is wrong or asks to forget it):
+        it is no longer used or learnt again; its history is kept."""
+        caller = _caller(ctx, seen)
+        return _run(lambda: actions.memory_forget(rt, caller, item_id=id))
+
+    @server.tool(annotations=READ)
+    async def chat_search(
+        query: Annotated[str, Field(min_length=1, max_length=2000)],
+        limit: Annotated[int, Field(ge=1, le=50)] = 8,
+    ) -> str:
+        """Search every earlier conversation turn with the person (in rheo and the history
+        it imported) by keywords; dated turns, best matches first."""
+        return _run(lambda: actions.chat_search(rt, query=query, limit=limit))
+
+    @server.tool(annotations=READ)
+    async def chat_recent(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> str:
+        """The most recent conversation turns with the person, oldest first."""
+        return _run(lambda: actions.chat_recent(rt, limit=limit))
+
+    @server.tool(annotations=READ)
+    async def context(
+        message: Annotated[str, Field(min_length=1, max_length=100_000)],
+        budget: Annotated[int | None, Field(ge=0, le=200_000)] = None,
+    ) -> str:
+        """What rheo knows that is relevant to MESSAGE, as rheo itself would inject it
+        (current time, open items, facts, earlier conversations). Call it first, with the
+        person's message. Nothing is stored."""
+        return _run(lambda: actions.context(rt, message=message, budget=budget))
+
+    if log_turns:
+
+        @server.tool(annotations=ADD)
+        async def log_turn(
+            role: Literal["user", "assistant"],
+            content: Annotated[str, Field(min_length=1, max_length=actions.CONTENT_MAX)],
+            ctx: Context,
+            model: Annotated[str | None, Field(max_length=100)] = None,
+        ) -> str:
+            """Record one turn of this conversation in rheo's history: call it with the
+            person's message (role user) and with your reply (role assistant), so rheo
+            can remember and search it later."""
+            caller = _caller(ctx, seen)
+            return _run(
+                lambda: actions.log_turn(rt, caller, role=role, content=content, model=model)
+            )
+
+    return server
+
+
+def serve(rt: Runtime, *, log_turns: bool = False) -> None:
+    """Run the server on stdin/stdout until the client closes the connection."""
+    build(rt, log_turns=log_turns).run("stdio")

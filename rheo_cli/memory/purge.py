@@ -1,0 +1,268 @@
+"""`purge`: the one deliberate erase of a turn, a session, a memory item or a whole profile.
+
+Everything else in rheo keeps history (forgetting a memory retracts it; the ledger refuses
+UPDATE and DELETE). A purge removes the content for good: the rows, their entries in the FTS5
+indexes, what was derived from them (memory items learnt from a purged turn, the digest of its
+session, their jobs), and then the bytes — with ``secure_delete`` on, freed space is zeroed,
+the FTS indexes are merged so no old segment keeps a term, the file is VACUUMed and the WAL
+checkpointed and truncated. A tombstone in ``purges`` says what was erased and when, never the
+content. The append-only guards stand aside only while the purge's own transaction holds a
+row in ``purge_grant`` (migration 9), removed again before it commits.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from .store.db import write
+from .store.errors import InvalidInput, NotFound
+from .store.migrations import CJK_GLOB
+from .store.timeutil import to_stored
+
+WHATS = ("turn", "session", "memory", "profile")
+
+
+@dataclass
+class Purged:
+    """What a purge erased: ``counts`` of rows per kind (turns, sessions, memory_items,
+    memory_events, digests, jobs) and whether the file was compacted (VACUUM) and its WAL
+    emptied."""
+
+    what: str
+    ref: str
+    counts: dict[str, int] = field(default_factory=dict)
+    vacuumed: bool = False
+    wal_truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """The rows a purge would erase (ids), found by `plan`."""
+
+    what: str
+    profile: str
+    ref_id: int | None
+    turns: list[int]
+    sessions_emptied: list[int]
+    sessions_touched: list[int]
+    items: list[int]
+    digests: list[int]
+
+    def describe(self) -> str:
+        """A short line for the confirmation prompt: what will be erased, with counts."""
+        parts = [f"{len(self.turns)} turn(s)"]
+        if self.items:
+            parts.append(f"{len(self.items)} memory item(s)")
+        if self.digests:
+            parts.append(f"{len(self.digests)} digest(s)")
+        head = (
+            f"profile {self.profile!r}" if self.what == "profile" else f"{self.what} #{self.ref_id}"
+        )
+        return f"{head}: {', '.join(parts)}"
+
+
+def _chunks(ids: Sequence[int], size: int = 500) -> Iterator[list[int]]:
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
+def _ids(conn: sqlite3.Connection, sql: str, args: Iterable[object]) -> list[int]:
+    return [int(r[0]) for r in conn.execute(sql, tuple(args)).fetchall()]
+
+
+def _in(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *extra: object) -> list[int]:
+    """Run ``sql`` (holding one ``{ids}`` placeholder list) over ``ids`` in chunks."""
+    out: list[int] = []
+    for chunk in _chunks(ids):
+        marks = ",".join("?" * len(chunk))
+        out += _ids(conn, sql.format(ids=marks), [*chunk, *extra])
+    return out
+
+
+def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | None) -> Target:
+    """The rows a purge of ``what`` (turn, session, memory, profile) ``ref_id`` would erase.
+
+    Raises InvalidInput for an unknown ``what`` and NotFound when the turn, session or
+    memory item is not the profile's (or the profile has nothing stored)."""
+    if what not in WHATS:
+        raise InvalidInput(f"purge what? one of {', '.join(WHATS)}, not {what!r}")
+    if what == "profile":
+        turns = _ids(conn, "SELECT id FROM turns WHERE profile = ? ORDER BY id", [profile])
+        sessions = _ids(conn, "SELECT id FROM sessions WHERE profile = ?", [profile])
+        items = _ids(conn, "SELECT id FROM memory_items WHERE profile = ?", [profile])
+        if not (turns or sessions or items):
+            raise NotFound(f"profile {profile!r} has nothing stored")
+        digests = _ids(conn, "SELECT id FROM digests WHERE profile = ?", [profile])
+        return Target(what, profile, None, turns, sessions, sessions, items, digests)
+    assert ref_id is not None
+    if what == "memory":
+        if not _ids(
+            conn, "SELECT id FROM memory_items WHERE id = ? AND profile = ?", [ref_id, profile]
+        ):
+            raise NotFound(f"no memory #{ref_id} in profile {profile!r}")
+        return Target(what, profile, ref_id, [], [], [], [ref_id], [])
+    if what == "turn":
+        found = _ids(conn, "SELECT session_id FROM turns WHERE id = ? AND profile = ?",
+                     [ref_id, profile])  # fmt: skip
+        if not found:
+            raise NotFound(f"no turn #{ref_id} in profile {profile!r}")
+        turns = [ref_id]
+        touched = found
+        left = _ids(conn, "SELECT count(*) FROM turns WHERE session_id = ?", found)[0] - 1
+        emptied = found if left == 0 else []
+    else:
+        if not _ids(
+            conn, "SELECT id FROM sessions WHERE id = ? AND profile = ?", [ref_id, profile]
+        ):
+            raise NotFound(f"no session #{ref_id} in profile {profile!r}")
+        turns = _ids(conn, "SELECT id FROM turns WHERE session_id = ? ORDER BY id", [ref_id])
+        touched = emptied = [ref_id]
+    items = _in(conn, "SELECT id FROM memory_items WHERE source_turn_id IN ({ids})", turns)
+    digests = _in(conn, "SELECT id FROM digests WHERE session_id IN ({ids})", touched)
+    return Target(what, profile, ref_id, turns, emptied, touched, items, digests)
+
+
+def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
+    """Remove the target's rows from the external-content FTS5 indexes (which need the exact
+    indexed values to delete an entry)."""
+    for chunk in _chunks(target.turns):
+        marks = ",".join("?" * len(chunk))
+        conn.execute(
+            "INSERT INTO turns_fts(turns_fts, rowid, content) "
+            f"SELECT 'delete', id, content FROM turns WHERE id IN ({marks})",
+            chunk,
+        )
+        conn.execute(
+            "INSERT INTO turns_cjk(turns_cjk, rowid, content) "
+            f"SELECT 'delete', id, content FROM turns WHERE id IN ({marks}) "
+            f"AND content GLOB '{CJK_GLOB}'",
+            chunk,
+        )
+    for chunk in _chunks(target.items):
+        marks = ",".join("?" * len(chunk))
+        conn.execute(
+            "INSERT INTO memory_items_fts(memory_items_fts, rowid, topic, label, properties) "
+            "SELECT 'delete', id, topic, label, properties FROM memory_items "
+            f"WHERE id IN ({marks})",
+            chunk,
+        )
+    for chunk in _chunks(target.digests):
+        marks = ",".join("?" * len(chunk))
+        conn.execute(
+            "INSERT INTO digests_fts(digests_fts, rowid, narrative, decisions) "
+            f"SELECT 'delete', id, narrative, decisions FROM digests WHERE id IN ({marks})",
+            chunk,
+        )
+
+
+def _erase(conn: sqlite3.Connection, target: Target) -> dict[str, int]:
+    counts: dict[str, int] = {}
+
+    def run(sql: str, ids: Sequence[int], key: str | None = None) -> None:
+        n = 0
+        for chunk in _chunks(ids):
+            n += conn.execute(sql.format(ids=",".join("?" * len(chunk))), chunk).rowcount
+        if key:
+            counts[key] = counts.get(key, 0) + n
+
+    _fts_forget(conn, target)
+    items, turns = target.items, target.turns
+    # Links from rows that stay to rows that go become NULL (ids only, never content).
+    run("UPDATE memory_events SET related_item_id = NULL WHERE related_item_id IN ({ids})", items)
+    run("UPDATE memory_events SET source_turn_id = NULL WHERE source_turn_id IN ({ids})", turns)
+    run("UPDATE memory_items SET superseded_by = NULL WHERE superseded_by IN ({ids})", items)
+    run("UPDATE memory_items SET conflict_with = NULL WHERE conflict_with IN ({ids})", items)
+    run("DELETE FROM memory_events WHERE item_id IN ({ids})", items, "memory_events")
+    run("DELETE FROM memory_items WHERE id IN ({ids})", items, "memory_items")
+    run("DELETE FROM digests WHERE id IN ({ids})", target.digests, "digests")
+    run(
+        "DELETE FROM jobs WHERE kind = 'extract' AND ref_id IN ({ids})",
+        turns,
+        "jobs",
+    )
+    # The digest of a session that keeps some turns is written again from what is left.
+    run("DELETE FROM jobs WHERE kind = 'digest' AND ref_id IN ({ids})", target.sessions_touched,
+        "jobs")  # fmt: skip
+    run("DELETE FROM turns WHERE id IN ({ids})", turns, "turns")
+    run("DELETE FROM sessions WHERE id IN ({ids})", target.sessions_emptied, "sessions")
+    for session_id in set(target.sessions_touched) - set(target.sessions_emptied):
+        conn.execute(
+            "UPDATE sessions SET turns = (SELECT count(*) FROM turns WHERE session_id = ?), "
+            "last_turn_at = coalesce((SELECT max(ts) FROM turns WHERE session_id = ?), "
+            "last_turn_at), started_at = coalesce((SELECT min(ts) FROM turns "
+            "WHERE session_id = ?), started_at) WHERE id = ?",
+            (session_id, session_id, session_id, session_id),
+        )
+    if target.what == "profile":
+        counts["jobs"] = (
+            counts.get("jobs", 0)
+            + conn.execute("DELETE FROM jobs WHERE profile = ?", (target.profile,)).rowcount
+        )
+        conn.execute(
+            "INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, heading, content) "
+            "SELECT 'delete', id, heading, content FROM kb_chunks WHERE profile = ?",
+            (target.profile,),
+        )
+        counts["kb_chunks"] = conn.execute(
+            "DELETE FROM kb_chunks WHERE profile = ?", (target.profile,)
+        ).rowcount
+        counts["kb_documents"] = conn.execute(
+            "DELETE FROM kb_documents WHERE profile = ?", (target.profile,)
+        ).rowcount
+    # Merge each index into one segment: entries deleted above leave no old segment behind
+    # that still holds their terms.
+    for index in ("turns_fts", "turns_cjk", "memory_items_fts", "digests_fts", "kb_chunks_fts"):
+        conn.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")
+    return counts
+
+
+def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
+    """Erase ``target`` (from `plan`) in one transaction, leave a tombstone, then rewrite the
+    file so the text is gone from it: VACUUM (with ``secure_delete`` on) and a WAL checkpoint
+    that truncates the -wal file. ``now`` dates the tombstone.
+
+    The connection must not be inside a transaction. Raises sqlite3.Error if the database
+    cannot be written (nothing is erased then); a VACUUM or checkpoint that cannot complete
+    because another process holds the database is reported in the result, not raised.
+    """
+    if conn.in_transaction:
+        raise InvalidInput("purge runs in its own transaction")
+    ref = "profile" if target.what == "profile" else f"{target.what} #{target.ref_id}"
+    previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        with write(conn):
+            conn.execute("INSERT INTO purge_grant(on_, reason) VALUES (1, ?)", (ref,))
+            counts = _erase(conn, target)
+            conn.execute("DELETE FROM purge_grant")
+            conn.execute(
+                "INSERT INTO purges(profile, ts, what, ref_id, counts) VALUES (?, ?, ?, ?, ?)",
+                (target.profile, to_stored(now), target.what, target.ref_id, json.dumps(counts)),
+            )
+        done = Purged(target.what, ref, counts)
+        try:
+            conn.execute("VACUUM")
+            done.vacuumed = True
+        except sqlite3.OperationalError:
+            pass  # another process is reading: freed pages are zeroed (secure_delete) anyway
+        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        done.wal_truncated = row is not None and int(row[0]) == 0
+        return done
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {previous}")
+
+
+def tombstones(conn: sqlite3.Connection, profile: str) -> list[dict[str, object]]:
+    """The profile's purge tombstones, oldest first: ``{id, ts, what, ref_id, counts}``."""
+    rows = conn.execute(
+        "SELECT id, ts, what, ref_id, counts FROM purges WHERE profile = ? ORDER BY id",
+        (profile,),
+    ).fetchall()
+    return [
+        {"id": r[0], "ts": r[1], "what": r[2], "ref_id": r[3], "counts": json.loads(r[4])}
+        for r in rows
+    ]

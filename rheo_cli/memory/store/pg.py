@@ -1,0 +1,380 @@
+"""rheo's store on PostgreSQL: a connection with the sqlite3 surface the engine uses.
+
+The engine is written against `sqlite3.Connection` (``execute`` / ``executemany`` with ``?``
+parameters, ``cursor()``, rows read by index and by name, ``in_transaction``, ``lastrowid``,
+``rowcount``, ``close``); `PgConnection` gives it the same surface over psycopg 3, so every
+engine function runs unchanged, and the few statements that differ between the two databases
+(full-text search, upserts, pragmas, scalar min/max) branch on `dialect` (``"postgres"``).
+
+What the adapter does to a statement, all mechanical: ``?`` becomes ``%s`` (and a literal ``%``
+``%%``); ``INSERT OR IGNORE`` becomes ``INSERT ... ON CONFLICT DO NOTHING``; a single-row
+``INSERT ... VALUES`` into a table with an ``id`` gets ``RETURNING id`` so ``lastrowid`` works;
+``BEGIN IMMEDIATE`` becomes ``BEGIN`` plus a transaction-scoped advisory lock on the tenant, so
+writers of one tenant queue exactly as SQLite's writers do. psycopg's errors are raised as the
+matching `sqlite3` exceptions (a refused constraint or trigger is ``sqlite3.IntegrityError``),
+so the engine's error handling is the same on both stores.
+
+Tenant isolation is the database's: every table carries the profile and has a row-level
+security policy ``profile = current_setting('rheo.tenant')`` (FORCE ROW LEVEL SECURITY, see
+`pg_schema`). The connection sets ``rheo.tenant`` from the profile it was opened for — from
+configuration, never from anything a model writes — so a query that forgets its filter still
+sees only its tenant, and a row written for another tenant is refused.
+
+psycopg is imported only here (the engine is otherwise standard library only).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any
+
+from .errors import StoreError
+
+DIALECT = "postgres"
+
+ID_TABLES = frozenset(
+    {
+        "sessions",
+        "turns",
+        "memory_items",
+        "memory_events",
+        "digests",
+        "jobs",
+        "kb_documents",
+        "kb_chunks",
+    }
+)
+"""Tables whose rows have a generated ``id`` (an insert into one returns it as lastrowid)."""
+
+_INSERT = re.compile(r"^\s*INSERT\s+(OR\s+IGNORE\s+)?INTO\s+(\w+)", re.IGNORECASE)
+
+
+def dialect(conn: object) -> str:
+    """``"postgres"`` for a `PgConnection`, ``"sqlite"`` for anything else."""
+    return str(getattr(conn, "dialect", "sqlite"))
+
+
+def is_postgres_url(url: str) -> bool:
+    """True for a ``postgresql://`` or ``postgres://`` connection URL."""
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+@lru_cache(maxsize=2048)
+def translate(sql: str, has_params: bool) -> tuple[str, bool]:
+    """``(statement for psycopg, returns_id)`` for an engine statement written for SQLite.
+
+    ``?`` outside string literals becomes ``%s`` (``%`` becomes ``%%``) when the statement
+    has parameters; ``INSERT OR IGNORE`` gets ``ON CONFLICT DO NOTHING``; a single-row insert
+    into one of `ID_TABLES` without its own RETURNING gets ``RETURNING id`` (``returns_id``).
+    """
+    out: list[str] = []
+    quoted = False
+    for ch in sql:
+        if ch == "'":
+            quoted = not quoted
+            out.append(ch)
+        elif has_params and not quoted and ch == "?":
+            out.append("%s")
+        elif has_params and ch == "%":
+            out.append("%%")
+        else:
+            out.append(ch)
+    text = "".join(out)
+    returns_id = False
+    match = _INSERT.match(text)
+    if match:
+        upper = text.upper()
+        if match.group(1):
+            text = text[: match.start(1)] + text[match.end(1) :]
+            text = text.rstrip().rstrip(";") + " ON CONFLICT DO NOTHING"
+            upper = text.upper()
+        if (
+            match.group(2).lower() in ID_TABLES
+            and "RETURNING" not in upper
+            and re.search(r"\)\s*VALUES\s*\(", text, re.IGNORECASE)
+        ):
+            text = text.rstrip().rstrip(";") + " RETURNING id"
+            returns_id = True
+    return text, returns_id
+
+
+class Row(tuple[Any, ...]):
+    """A result row readable by index and by column name, like `sqlite3.Row`."""
+
+    __slots__ = ()
+    _index: dict[str, int] = {}
+    _names: tuple[str, ...] = ()
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            try:
+                return tuple.__getitem__(self, self._index[key.lower()])
+            except KeyError:
+                raise IndexError(f"No item with that key: {key!r}") from None
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._names)
+
+
+@lru_cache(maxsize=512)
+def _row_class(names: tuple[str, ...]) -> type[Row]:
+    index = {name.lower(): i for i, name in reversed(list(enumerate(names)))}
+    return type("Row", (Row,), {"__slots__": (), "_index": index, "_names": names})
+
+
+def _named_rows(cursor: Any) -> Callable[[Sequence[Any]], Any]:
+    description = cursor.description
+    if description is None:
+        return tuple
+    cls = _row_class(tuple(col.name for col in description))
+    return lambda values: cls(values)
+
+
+def _plain_rows(cursor: Any) -> Callable[[Sequence[Any]], Any]:
+    return tuple
+
+
+def _as_sqlite_error(exc: Exception) -> sqlite3.Error:
+    """The `sqlite3` exception matching a psycopg error (message kept, one line)."""
+    import psycopg
+
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    if isinstance(exc, psycopg.errors.IntegrityError) or sqlstate == "P0001":
+        return sqlite3.IntegrityError(message)
+    if sqlstate == "42501":  # insufficient privilege: a row-level security refusal
+        return sqlite3.IntegrityError(message)
+    if isinstance(exc, psycopg.OperationalError):
+        return sqlite3.OperationalError(message)
+    if isinstance(exc, psycopg.errors.DataError):
+        return sqlite3.DataError(message)
+    if isinstance(exc, psycopg.errors.ProgrammingError):
+        return sqlite3.OperationalError(message)
+    return sqlite3.DatabaseError(message)
+
+
+class PgCursor:
+    """A cursor with the `sqlite3.Cursor` surface the engine uses."""
+
+    def __init__(self, owner: PgConnection) -> None:
+        self._owner = owner
+        self._cur = owner.raw.cursor(row_factory=_named_rows)
+        self.lastrowid: int | None = None
+        self._plain = False
+
+    @property
+    def row_factory(self) -> object:
+        """None for plain tuples; anything else for rows readable by name."""
+        return None if self._plain else Row
+
+    @row_factory.setter
+    def row_factory(self, value: object) -> None:
+        self._plain = value is None
+        self._cur.row_factory = _plain_rows if self._plain else _named_rows
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
+        """Run one statement (``?`` parameters); raises the matching sqlite3 error."""
+        import psycopg
+
+        text, returns_id = translate(sql, bool(params))
+        if text.strip().upper() == "BEGIN IMMEDIATE":
+            self._owner.begin()
+            return self
+        try:
+            self._cur.execute(text, tuple(params) if params else None)
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        if returns_id:
+            row = self._cur.fetchone()
+            self.lastrowid = int(row[0]) if row else None
+        return self
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> PgCursor:
+        """Run one statement once per parameter tuple (in one round trip when possible)."""
+        import psycopg
+
+        text, returns_id = translate(sql, True)
+        if returns_id:
+            text = text[: -len(" RETURNING id")]
+        try:
+            self._cur.executemany(text, [tuple(p) for p in seq])
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+        return self
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+        if self._cur.description is None:
+            return None
+        return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        if self._cur.description is None:
+            return []
+        return list(self._cur.fetchall())
+
+    def fetchmany(self, size: int = 1) -> list[Any]:
+        """Up to ``size`` more rows."""
+        if self._cur.description is None:
+            return []
+        return list(self._cur.fetchmany(size))
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+    @property
+    def rowcount(self) -> int:
+        """Rows changed by the last INSERT/UPDATE/DELETE (-1 when unknown)."""
+        return int(self._cur.rowcount)
+
+    @property
+    def description(self) -> Any:
+        """Column descriptions of the last query (name first), or None."""
+        return self._cur.description
+
+    def close(self) -> None:
+        """Release the cursor."""
+        self._cur.close()
+
+
+class PgConnection:
+    """An open PostgreSQL store bound to one tenant, with the sqlite3 surface the engine uses.
+
+    Autocommit outside explicit transactions, like the engine's SQLite connections; the engine
+    opens transactions only through `db.write` (``BEGIN IMMEDIATE``).
+    """
+
+    dialect = DIALECT
+
+    def __init__(self, raw: Any, tenant: str) -> None:
+        self.raw = raw
+        self.tenant = tenant
+        self.row_factory: object = Row
+        self._lock = threading.RLock()
+
+    @property
+    def in_transaction(self) -> bool:
+        """True between BEGIN and COMMIT/ROLLBACK (or in a failed transaction)."""
+        import psycopg
+
+        return bool(self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE)
+
+    def cursor(self) -> PgCursor:
+        """A new cursor (rows by name; set ``row_factory = None`` for plain tuples)."""
+        return PgCursor(self)
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
+        """Run one statement with ``?`` parameters; returns its cursor."""
+        cur = PgCursor(self)
+        if self.row_factory is None:
+            cur.row_factory = None
+        return cur.execute(sql, params)
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> PgCursor:
+        """Run one statement once per parameter tuple."""
+        return PgCursor(self).executemany(sql, seq)
+
+    def begin(self) -> None:
+        """Open a write transaction: ``BEGIN``, then the tenant's transaction-scoped advisory
+        lock, so a read-then-write of one tenant (session detection, reinforcement) cannot
+        interleave with another connection's, as under SQLite's ``BEGIN IMMEDIATE``."""
+        import psycopg
+
+        try:
+            self.raw.execute("BEGIN")
+            self.raw.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('rheo:' || %s))", (self.tenant,)
+            )
+        except psycopg.Error as exc:
+            raise _as_sqlite_error(exc) from exc
+
+    def set_tenant(self, tenant: str) -> None:
+        """Bind the connection to ``tenant`` (a profile name from configuration): every
+        row-level security policy reads it. Raises StoreError inside a transaction."""
+        if self.in_transaction:
+            raise StoreError("cannot change the tenant inside a transaction")
+        self.raw.execute("SELECT set_config('rheo.tenant', %s, false)", (tenant,))
+        self.tenant = tenant
+
+    def commit(self) -> None:
+        """Commit an open transaction (nothing to do in autocommit)."""
+        if self.in_transaction:
+            self.raw.execute("COMMIT")
+
+    def rollback(self) -> None:
+        """Roll back an open transaction."""
+        if self.in_transaction:
+            self.raw.execute("ROLLBACK")
+
+    def close(self) -> None:
+        """Close the connection (an open transaction is rolled back by the server)."""
+        self.raw.close()
+
+    def __enter__(self) -> PgConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnection:
+    """Open the PostgreSQL store at ``url`` for ``tenant`` and bring its schema up to date.
+
+    ``url``: a libpq URL (``postgresql://user@host:port/db``; ``?options=-csearch_path=x``
+    selects a schema). The schema is migrated with the connecting role's rights (it must own
+    the tables or be able to create them); afterwards a superuser connection switches to the
+    ``rheo_tenant`` role so row-level security applies to it too.
+    Raises StoreError when psycopg is missing or the server cannot be reached or migrated.
+    """
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError("PostgreSQL needs psycopg: pip install 'rheo-cli[postgres]'") from None
+    from . import pg_schema
+
+    try:
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot connect to PostgreSQL: {_one_line(exc)}") from None
+    raw.adapters.register_loader("numeric", _numeric_loader())
+    conn = PgConnection(raw, tenant)
+    try:
+        if migrate_schema:
+            pg_schema.migrate(conn)
+        pg_schema.enter_tenant_role(conn)
+        conn.set_tenant(tenant)
+    except (psycopg.Error, sqlite3.Error) as exc:
+        raw.close()
+        raise StoreError(f"PostgreSQL store not usable: {_one_line(exc)}") from None
+    except BaseException:
+        raw.close()
+        raise
+    return conn
+
+
+def _numeric_loader() -> type:
+    """A loader reading PostgreSQL ``numeric`` (``sum`` of integers, ``round``) as int when
+    whole, else float: the numbers SQLite gives the engine, never `decimal.Decimal`."""
+    from psycopg.adapt import Loader
+
+    class NumberLoader(Loader):
+        def load(self, data: Any) -> int | float:
+            text = bytes(data).decode()
+            try:
+                return int(text)
+            except ValueError:
+                return float(text)
+
+    return NumberLoader
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

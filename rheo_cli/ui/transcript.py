@@ -1,0 +1,43 @@
+"""A session read back as a transcript: plain text for the terminal, or Markdown to share."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from .output import local, safe
+
+
+def transcript(session: Any, turns: list[Any], now: datetime, *, markdown: bool = False) -> str:
+    """The whole session ``session`` (with its ``turns``, oldest first) as text.
+
+    Each turn says who spoke and when; an assistant reply that failed or was interrupted says
+    so. Plain text has stored control characters made harmless; Markdown is meant for files
+    and keeps the replies' own Markdown.
+    """
+    start, end = local(session.started_at, now), local(session.last_turn_at, now)
+    lines: list[str] = []
+    if markdown:
+        lines.append(f"# Session s{session.number}: {start} → {end}")
+        lines.append("")
+    else:
+        lines.append(f"session s{session.number} · {start} → {end} · {session.turns} turns")
+        lines.append("")
+    for turn in turns:
+        who = "You" if turn.role == "user" else "rheo"
+        status = ""
+        if turn.role == "assistant" and turn.status not in (None, "ok"):
+            error = turn.meta.get("error") if isinstance(turn.meta, dict) else None
+            why = f": {error.get('message')}" if isinstance(error, dict) else ""
+            status = f" ({turn.status}{why})"
+        when = local(turn.ts, now)
+        body = turn.content if markdown else safe(turn.content)
+        if markdown:
+            lines.append(f"## {who} · {when}{status}")
+            lines.append("")
+            lines.append(body.strip() or "_(no text)_")
+        else:
+            lines.append(f"── {who} · {when}{status}")
+            lines.append(body.strip() or "(no text)")
+        lines.append("")
+    return "\n".join(lines)

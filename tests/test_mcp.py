@@ -1,0 +1,313 @@
+"""``rheo mcp``: the MCP server, driven by the official SDK's own client over stdio against a
+real ``rheo mcp`` subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import netguard
+import pytest
+from helpers import REPO, db_rows, run_rheo
+
+pytest.importorskip("mcp")
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.types import Implementation  # noqa: E402
+
+CLIENT = Implementation(name="claude-code-test", version="2.1.0")
+
+
+def serve(
+    home: Path,
+    script: Callable[[ClientSession], Awaitable[Any]],
+    *args: str,
+    env: dict[str, str] | None = None,
+) -> Any:
+    """Start ``rheo mcp ARGS`` as a subprocess and run ``script`` with a connected session."""
+    full = {
+        "RHEO_HOME": str(home),
+        "RHEO_WORKER": "off",
+        "HOME": str(home.parent),
+        "PATH": os.environ.get("PATH", ""),
+        **(env or {}),
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rheo_cli", "mcp", *args],
+        env=netguard.subprocess_env(full),
+        cwd=str(REPO),
+    )
+    out: dict[str, Any] = {}
+
+    async def main() -> None:
+        with anyio.fail_after(60), open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write, client_info=CLIENT) as session,
+            ):
+                await session.initialize()
+                out["value"] = await script(session)
+
+    anyio.run(main)
+    return out["value"]
+
+
+async def call(session: ClientSession, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+    result = await session.call_tool(name, args)
+    text = "\n".join(c.text for c in result.content if getattr(c, "text", None) is not None)
+    return bool(result.is_error), text
+
+
+def counts(home: Path) -> tuple[int, int, int]:
+    """(turns, memory items, memory events) in the store."""
+    return (
+        db_rows(home, "SELECT count(*) FROM turns")[0][0],
+        db_rows(home, "SELECT count(*) FROM memory_items")[0][0],
+        db_rows(home, "SELECT count(*) FROM memory_events")[0][0],
+    )
+
+
+def test_tools_are_listed_with_annotations_and_no_profile_argument(home: Path) -> None:
+    async def script(session: ClientSession) -> Any:
+        return (await session.list_tools()).tools
+
+    tools = {t.name: t for t in serve(home, script)}
+    assert set(tools) == {
+        "write_memory",
+        "memory_search",
+        "memory_list",
+        "memory_forget",
+        "chat_search",
+        "chat_recent",
+        "context",
+    }
+    for name in ("memory_search", "memory_list", "chat_search", "chat_recent", "context"):
+        assert tools[name].annotations.read_only_hint is True, name
+    assert tools["write_memory"].annotations.read_only_hint is False
+    assert tools["write_memory"].annotations.destructive_hint is False
+    assert tools["memory_forget"].annotations.destructive_hint is True
+    for tool in tools.values():
+        assert "profile" not in json.dumps(tool.input_schema), tool.name
+    assert set(tools["write_memory"].input_schema["required"]) == {"category", "topic", "label"}
+
+    with_log = {t.name for t in serve(home, script, "--log-turns")}
+    assert with_log == set(tools) | {"log_turn"}
+
+
+def test_write_search_list_and_forget_over_mcp(home: Path) -> None:
+    async def script(session: ClientSession) -> Any:
+        wrote = await call(
+            session,
+            "write_memory",
+            {
+                "category": "preference",
+                "topic": "coffee",
+                "label": "Drinks flat whites with oat milk",
+                "reason": "said so while planning the office order",
+            },
+        )
+        again = await call(
+            session,
+            "write_memory",
+            {
+                "category": "preference",
+                "topic": "coffee",
+                "label": "Drinks flat whites with oat milk",
+            },
+        )
+        found = await call(session, "memory_search", {"query": "oat milk"})
+        listed = await call(session, "memory_list", {})
+        ctx = await call(session, "context", {"message": "what coffee should I order for me?"})
+        forgot = await call(session, "memory_forget", {"id": 1})
+        after = await call(session, "memory_list", {})
+        return wrote, again, found, listed, ctx, forgot, after
+
+    wrote, again, found, listed, ctx, forgot, after = serve(home, script)
+    assert wrote == (False, "stored memory #1")
+    assert again[0] is False and again[1].startswith("reinforced memory #1")
+    assert "#1" in found[1] and "oat milk" in found[1]
+    assert "Drinks flat whites with oat milk" in listed[1]
+    assert "Drinks flat whites with oat milk" in ctx[1] and "Current date and time" in ctx[1]
+    assert forgot[0] is False and forgot[1].startswith("forgotten #1")
+    assert after == (False, "no stored facts")
+
+    item = db_rows(home, "SELECT * FROM memory_items")[0]
+    assert item["source"] == "mcp" and item["status"] == "retracted"
+    assert "claude-code-test 2.1.0" in item["reason"]
+    note = db_rows(home, "SELECT * FROM turns WHERE id = ?", (item["source_turn_id"],))[0]
+    assert note["role"] == "user" and note["profile"] == "default"
+    assert json.loads(note["meta"]) == {
+        "source": "mcp",
+        "client": "claude-code-test 2.1.0",
+        "tool": "write_memory",
+    }
+    assert "Drinks flat whites with oat milk" in note["content"]
+    causes = [r["cause"] for r in db_rows(home, "SELECT cause FROM memory_events ORDER BY id")]
+    assert causes[0].startswith("mcp: said so")
+    assert causes[-1] == "retracted over MCP by claude-code-test 2.1.0"
+
+
+def test_bad_arguments_are_tool_errors_and_store_nothing(home: Path) -> None:
+    bad = [
+        {"category": "hobby", "topic": "chess", "label": "Plays chess"},
+        {"category": "fact", "topic": "chess"},
+        {"category": "fact", "topic": "chess", "label": "Plays chess", "confidence": 2},
+        {"category": "fact", "topic": "chess", "label": "   "},
+        {"category": "fact", "topic": "!!!", "label": "???"},
+        {"category": "open_item", "topic": "taxes", "label": "File taxes", "due": "someday"},
+        {"category": "fact", "topic": "chess", "label": "x" * 501},
+    ]
+
+    async def script(session: ClientSession) -> Any:
+        results = [await call(session, "write_memory", args) for args in bad]
+        results.append(await call(session, "memory_forget", {"id": "one"}))
+        results.append(await call(session, "memory_forget", {"id": 0}))
+        results.append(await call(session, "memory_search", {"query": ""}))
+        results.append(await call(session, "context", {"message": "   "}))
+        results.append(await call(session, "chat_recent", {"limit": 10_000}))
+        return results
+
+    results = serve(home, script)
+    for (is_error, text), args in zip(results, bad + [None] * 5, strict=True):
+        assert is_error, (args, text)
+        assert text and "Traceback" not in text
+    assert "category" in results[0][1]
+    assert "label" in results[1][1]
+    assert "confidence" in results[2][1]
+    assert "content" in results[3][1]
+    assert "someday" in results[5][1]
+    assert counts(home) == (0, 0, 0)
+
+
+def test_a_client_cannot_reach_another_profile(home: Path) -> None:
+    added = run_rheo(
+        "memory", "add", "Salary is confidential", "-t", "salary", "--profile", "work", "--json"
+    )
+    assert added.returncode == 0, added.stderr
+    other_id = json.loads(added.stdout)["item"]["id"]
+
+    async def script(session: ClientSession) -> Any:
+        return (
+            await call(session, "memory_forget", {"id": other_id}),
+            await call(session, "memory_list", {"include_inactive": True}),
+            await call(session, "memory_search", {"query": "salary"}),
+            await call(session, "memory_forget", {"id": other_id, "profile": "work"}),
+        )
+
+    forget, listed, found, named = serve(home, script, env={"RHEO_PROFILE": "personal"})
+    assert forget[0] is True and "no memory item" in forget[1]
+    assert listed == (False, "no stored facts")
+    assert found == (False, "no stored facts match")
+    assert named[0] is True or "no memory item" in named[1]
+    rows = db_rows(home, "SELECT profile, status FROM memory_items")
+    assert [tuple(r) for r in rows] == [("work", "active")]
+
+
+def test_the_profile_option_picks_the_profile(home: Path) -> None:
+    async def script(session: ClientSession) -> Any:
+        return await call(
+            session, "write_memory", {"category": "team", "topic": "manager", "label": "Ana leads"}
+        )
+
+    assert serve(home, script, "--profile", "work")[0] is False
+    assert [r[0] for r in db_rows(home, "SELECT profile FROM memory_items")] == ["work"]
+    assert [r[0] for r in db_rows(home, "SELECT profile FROM turns")] == ["work"]
+
+
+def test_context_is_what_rheo_context_assembles(home: Path) -> None:
+    assert (
+        run_rheo(
+            "memory", "add", "Daughter Arowyn starts school in Lyon", "-t", "arowyn school"
+        ).returncode
+        == 0
+    )
+    preview = run_rheo("context", "--json", "when does Arowyn start school?")
+    sections = json.loads(preview.stdout)["sections"]
+    assert sections
+
+    async def script(session: ClientSession) -> Any:
+        return await call(session, "context", {"message": "when does Arowyn start school?"})
+
+    is_error, text = serve(home, script)
+    assert not is_error
+    for section in sections:
+        assert section["text"] in text
+    assert "when does Arowyn start school?" not in text
+    assert counts(home)[0] == 0  # nothing stored
+
+
+def test_log_turns_records_the_clients_exchange(home: Path) -> None:
+    async def script(session: ClientSession) -> Any:
+        return (
+            await call(
+                session, "log_turn", {"role": "user", "content": "My bike is a blue Brompton."}
+            ),
+            await call(
+                session,
+                "log_turn",
+                {"role": "assistant", "content": "Noted, a blue Brompton.", "model": "claude-x"},
+            ),
+            await call(session, "log_turn", {"role": "system", "content": "be nice"}),
+            await call(session, "chat_search", {"query": "Brompton"}),
+            await call(session, "chat_recent", {"limit": 5}),
+        )
+
+    user, reply, system, found, recent = serve(home, script, "--log-turns")
+    assert user[0] is False and reply[0] is False and "extracted" in reply[1]
+    assert system[0] is True
+    assert "blue Brompton" in found[1] and "#1" in found[1]
+    assert recent[1].index("My bike") < recent[1].index("Noted")
+    turns = db_rows(home, "SELECT role, model, status, meta, session_id FROM turns ORDER BY id")
+    assert [(t["role"], t["model"], t["status"]) for t in turns] == [
+        ("user", None, None),
+        ("assistant", "claude-x", "ok"),
+    ]
+    assert turns[0]["session_id"] == turns[1]["session_id"]
+    assert json.loads(turns[0]["meta"])["client"] == "claude-code-test 2.1.0"
+    job = db_rows(home, "SELECT kind, ref_id, status FROM jobs")
+    assert [tuple(j) for j in job] == [("extract", 2, "pending")]
+
+
+def test_log_turn_is_offered_only_when_asked(home: Path) -> None:
+    async def script(session: ClientSession) -> Any:
+        return await call(session, "log_turn", {"role": "user", "content": "hello"})
+
+    is_error, _ = serve(home, script)
+    assert is_error
+    assert counts(home) == (0, 0, 0)
+
+
+def test_other_commands_never_import_the_sdk(home: Path) -> None:
+    code = (
+        "import sys; from rheo_cli.cli.main import app\n"
+        "for args in (['--help'], ['mcp', '--help'], ['import-history', '--help']):\n"
+        "    try:\n"
+        "        app(args, prog_name='rheo')\n"
+        "    except SystemExit as e:\n"
+        "        assert e.code in (0, None), (args, e.code)\n"
+        "print('LOADED', [m for m in ('mcp', 'pydantic') if m in sys.modules])\n"
+    )
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=env, cwd=str(REPO), timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip().endswith("LOADED []")
+
+
+def test_without_the_sdk_rheo_mcp_says_how_to_install_it(home: Path, tmp_path: Path) -> None:
+    hidden = tmp_path / "no-sdk" / "mcp"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text("raise ImportError('not installed here')\n")
+    env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
+    done = run_rheo("mcp", env=env)
+    assert done.returncode == 2
+    assert done.stderr.decode() == "rheo: rheo mcp needs the MCP SDK: pip install 'rheo-cli[mcp]'\n"

@@ -1,0 +1,157 @@
+"""The preview is the request (issue 8, part 8): ``rheo context TEXT`` (and ``--json``) shows
+byte for byte the system text, sections and message that ``rheo ask TEXT`` sends at the same
+clock — compared here with what the local fake server received."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+import pytest
+from fakeapi import text
+from helpers import kind_of, route
+
+T0 = datetime.fromisoformat("2026-03-02T09:00:00+01:00")
+
+HISTORY = [
+    (timedelta(days=-30), "The Nutrifax invoice for January is 1,200 EUR, due on the 15th."),
+    (timedelta(days=-30, minutes=1), "Noted: Nutrifax January invoice, 1,200 EUR."),
+    (timedelta(days=-12), "Nutrifax asked to split the invoice into two payments."),
+    (timedelta(days=-12, minutes=1), "Two payments of 600 EUR then."),
+    (timedelta(days=-2), "Remind me to check the Nutrifax invoice payment status."),
+    (timedelta(days=-2, minutes=1), "I will remind you."),
+    (timedelta(minutes=-20), "Morning. Let's go over the invoices."),
+    (timedelta(minutes=-19), "Sure: Nutrifax and Acme are open."),
+]
+
+
+def build_store(rheo, api, monkeypatch) -> None:
+    """Turns over several sessions (ask with a scripted reply for each)."""
+    replies = [t for i, (_, t) in enumerate(HISTORY) if i % 2]
+    route(api, chat=[text(r) for r in replies])
+    for i in range(0, len(HISTORY), 2):
+        delta, message = HISTORY[i]
+        monkeypatch.setenv("RHEO_NOW", (T0 + delta).isoformat())
+        assert rheo("ask", message).exit_code == 0
+
+
+def many_matching_turns(home) -> None:
+    """Sixty dated turns that share the message's words, more than retrieval reads at once."""
+    from rheo_cli.memory.ledger import turns as ledger
+    from rheo_cli.memory.store import db
+
+    conn = db.open_store(home / "rheo.db")
+    try:
+        for n in range(60):
+            when = T0 - timedelta(days=60 - n)
+            for role, content in (
+                ("user", f"Nutrifax invoice note {n}: payment {n * 10} EUR, reference NX-{n}."),
+                ("assistant", f"Recorded the Nutrifax invoice payment {n}."),
+            ):
+                ledger.append_turn(
+                    conn,
+                    profile="default",
+                    role=role,
+                    content=content,
+                    now=when,
+                    gap_s=7200,
+                    status="ok" if role == "assistant" else None,
+                )
+    finally:
+        conn.close()
+
+
+def test_context_matches_the_request_when_many_turns_match(rheo, api, monkeypatch, home):
+    many_matching_turns(home)
+    monkeypatch.setenv("RHEO_NOW", T0.isoformat())
+    message = "Nutrifax invoice payment reference?"
+    preview = json.loads(rheo("context", message, "--json").stdout)
+    route(api, chat=text("NX-59."))
+    assert rheo("ask", message).exit_code == 0
+    sent = chat_bodies(api)[-1]
+    assert sent["messages"] == preview["messages"]
+
+
+def chat_bodies(api) -> list[dict]:
+    return [r.body for r in api.message_requests if kind_of(r) == "chat"]
+
+
+@pytest.mark.parametrize(
+    ("later", "message"),
+    [
+        (timedelta(minutes=5), "What did we decide about the Nutrifax invoice payments?"),
+        (timedelta(hours=6), "What did we decide about the Nutrifax invoice payments?"),
+        (timedelta(days=9), "Nutrifax invoice: how much was January?"),
+    ],
+    ids=["same-session", "after-a-gap", "days-later"],
+)
+def test_context_json_is_the_request_ask_sends(rheo, api, monkeypatch, later, message):
+    build_store(rheo, api, monkeypatch)
+    monkeypatch.setenv("RHEO_NOW", (T0 + later).isoformat())
+    shown = rheo("context", message, "--json")
+    assert shown.exit_code == 0, shown.output
+    preview = json.loads(shown.stdout)
+    route(api, chat=text("Here is where things stand."))
+    assert rheo("ask", message).exit_code == 0
+    sent = chat_bodies(api)[-1]
+    assert [b["text"] for b in sent["system"]] == [b["text"] for b in preview["system"]]
+    assert sent["messages"] == preview["messages"]
+    assert [t["name"] for t in sent["tools"]] == preview["tools"]
+    # The sections shown are the ones inside that message.
+    whole = "".join(part["text"] for part in sent["messages"][0]["content"])
+    for section in preview["sections"]:
+        assert section["text"] in whole
+    assert any(s["name"] == "RELEVANT HISTORY" for s in preview["sections"])
+    assert whole.endswith("\n---\n" + message)
+
+
+def test_plain_context_prints_the_request_text(rheo, api, monkeypatch):
+    build_store(rheo, api, monkeypatch)
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=6)).isoformat())
+    message = "Where are we with Nutrifax?"
+    shown = rheo("context", message)
+    assert shown.exit_code == 0, shown.output
+    route(api, chat=text("ok"))
+    assert rheo("ask", message).exit_code == 0
+    sent = chat_bodies(api)[-1]
+    for block in sent["system"]:
+        assert block["text"] in shown.stdout
+    for part in sent["messages"][0]["content"]:
+        assert part["text"] in shown.stdout
+
+
+def test_preview_leaves_the_store_as_it_was(rheo, api, monkeypatch, home):
+    from helpers import db_rows
+
+    build_store(rheo, api, monkeypatch)
+    before = [tuple(r) for r in db_rows(home, "SELECT id, session_id, content FROM turns")]
+    sessions = [tuple(r) for r in db_rows(home, "SELECT * FROM sessions")]
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=6)).isoformat())
+    assert rheo("context", "a new session would start here").exit_code == 0
+    assert [tuple(r) for r in db_rows(home, "SELECT id, session_id, content FROM turns")] == before
+    assert [tuple(r) for r in db_rows(home, "SELECT * FROM sessions")] == sessions
+    hits = db_rows(home, "SELECT rowid FROM turns_fts WHERE turns_fts MATCH 'session'")
+    assert hits == []
+
+
+def test_new_session_preview_matches_ask_new(rheo, api, monkeypatch):
+    build_store(rheo, api, monkeypatch)
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=5)).isoformat())
+    message = "Fresh start: the Nutrifax invoice."
+    preview = json.loads(rheo("--new", "context", message, "--json").stdout)
+    assert preview["new_session"] is True and preview["session_id"] is None
+    route(api, chat=text("ok"))
+    assert rheo("--new", "ask", message).exit_code == 0
+    sent = chat_bodies(api)[-1]
+    assert sent["messages"] == preview["messages"]
+    assert "=== CURRENT SESSION ===" not in json.dumps(sent["messages"])
+
+
+def test_context_without_a_message_still_shows_the_context(rheo, api, monkeypatch):
+    build_store(rheo, api, monkeypatch)
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=5)).isoformat())
+    shown = rheo("context", "--json")
+    assert shown.exit_code == 0, shown.output
+    info = json.loads(shown.stdout)
+    assert info["new_session"] is False and info["session_id"] is not None
+    assert any(s["name"] == "CURRENT SESSION" for s in info["sections"])

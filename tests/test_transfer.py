@@ -1,0 +1,218 @@
+"""``rheo backup``, ``rheo export``, ``rheo import``: a consistent copy while another process
+writes; JSON Lines that round-trip to an identical re-export; imports that never duplicate and
+never half-apply."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta
+
+import netguard
+from fakeapi import text
+from helpers import REPO, db_rows, facts_reply, route
+
+T0 = datetime.fromisoformat("2026-08-20T18:00:00+02:00")
+
+
+def seed(rheo, api, monkeypatch):
+    """Two sessions with turns, extracted facts (one superseding another), a digest, a manual
+    memory with odd characters, and a second profile."""
+    route(
+        api,
+        chat=[text("Noted."), text("Sure."), text("Fine.")],
+        extract=[
+            facts_reply(
+                {"category": "fact", "topic": "city", "label": "Lives in Lyon", "confidence": 0.9}
+            ),  # fmt: skip
+            facts_reply(
+                {"category": "fact", "topic": "city", "label": "Lives in Paris", "confidence": 0.9}
+            ),  # fmt: skip
+            facts_reply(),
+        ],
+        digest=text(json.dumps({"narrative": "Talked about moving.", "facts": []})),
+    )
+    monkeypatch.setenv("RHEO_NOW", T0.isoformat())
+    assert rheo("ask", "I live in Lyon").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=5)).isoformat())
+    assert rheo("ask", "I moved to Paris \u2028 \U0001f600 \x1b[2J").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    assert rheo("memory", "add", "Likes \u202e tea", "-t", "tea", "--pin").exit_code == 0
+    assert rheo("-p", "work", "ask", "work question").exit_code == 0
+
+
+def test_export_import_round_trips_to_an_identical_export(rheo, api, monkeypatch, home, tmp_path):
+    seed(rheo, api, monkeypatch)
+    first = rheo("export", "--all")
+    assert first.exit_code == 0, first.stderr
+    lines = first.stdout.splitlines()
+    head = json.loads(lines[0])
+    assert head == {"type": "header", "format": "rheo-export", "version": 1,
+                    "profiles": ["default", "work"]}  # fmt: skip
+    kinds = {json.loads(ln)["type"] for ln in lines[1:]}
+    assert kinds == {"session", "turn", "digest", "memory_item", "memory_event"}
+    assert not any('"id"' in ln for ln in lines)  # no local ids, only keys
+    exported = tmp_path / "all.jsonl"
+    exported.write_text(first.stdout)
+    fresh = tmp_path / "fresh-home"
+    monkeypatch.setenv("RHEO_HOME", str(fresh))
+    result = rheo("import", str(exported), "--json")
+    assert result.exit_code == 0, result.stderr
+    added = json.loads(result.stdout)["added"]
+    assert added["turn"] == 6 and added["digest"] == 1 and added["memory_item"] >= 3
+    again = rheo("export", "--all")
+    assert again.stdout == first.stdout
+    # Importing twice adds nothing.
+    twice = json.loads(rheo("import", str(exported), "--json").stdout)
+    assert sum(twice["added"].values()) == 0 and twice["already_present"] == len(lines) - 1
+    assert rheo("export", "--all").stdout == first.stdout
+    # The imported store works: search, memory, sessions.
+    assert "Lyon" in rheo("history", "search", "Lyon").stdout
+    listed = json.loads(rheo("memory", "list", "--all", "--json").stdout)
+    paris = next(m for m in listed if m["content"]["label"] == "Lives in Paris")
+    lyon = next(m for m in listed if m["content"]["label"] == "Lives in Lyon")
+    assert lyon["status"] == "superseded" and lyon["superseded_by"] == paris["id"]
+
+
+def test_import_into_a_store_with_more_data_adds_only_what_is_missing(
+    rheo, api, monkeypatch, tmp_path
+):
+    seed(rheo, api, monkeypatch)
+    exported = tmp_path / "one.jsonl"
+    assert rheo("export", "-o", str(exported)).exit_code == 0
+    assert stat.S_IMODE(exported.stat().st_mode) == 0o600
+    before = rheo("export").stdout
+    api.queue(text("later"))
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=5, minutes=5)).isoformat())
+    assert rheo("ask", "a later question").exit_code == 0
+    result = json.loads(rheo("import", str(exported), "--json").stdout)
+    assert sum(result["added"].values()) == 0
+    assert len(rheo("export").stdout.splitlines()) == len(before.splitlines()) + 2
+
+
+def test_a_malformed_line_is_reported_and_nothing_is_imported(rheo, api, monkeypatch, home,
+                                                              tmp_path):  # fmt: skip
+    seed(rheo, api, monkeypatch)
+    lines = rheo("export").stdout.splitlines()
+    fresh = tmp_path / "fresh"
+    monkeypatch.setenv("RHEO_HOME", str(fresh))
+    for bad, expected in (
+        ('{"type": "turn", "key": "x"', "line 6: not valid JSON"),
+        ('{"type": "turn", "key": "tx", "profile": "default", "session": "nope", '
+         '"role": "user", "content": "c", "ts": "2026-01-01T00:00:00.000Z"}',
+         "line 6: session 'nope' is not a record"),
+        ('{"type": "turn", "key": "ty", "profile": "default"}', "line 6: a turn record needs"),
+        ('{"type": "wat", "key": "k", "profile": "default"}', "line 6: unknown record type"),
+        ("[1, 2]", "line 6: a record must be a JSON object"),
+    ):  # fmt: skip
+        broken = tmp_path / "broken.jsonl"
+        broken.write_text("\n".join(lines[:5] + [bad] + lines[5:]) + "\n")
+        result = rheo("import", str(broken))
+        assert result.exit_code == 1, result.stdout
+        assert expected in result.stderr and "nothing was imported" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        if (fresh / "rheo.db").exists():
+            for table in ("turns", "sessions", "memory_items", "memory_events", "digests"):
+                assert db_rows(fresh, f"SELECT count(*) FROM {table}")[0][0] == 0, table
+
+
+def test_other_tools_history_is_handed_to_the_history_importer(rheo, home):
+    sample = REPO / "tests" / "data" / "chatgpt_conversations.json"
+    result = rheo("import", str(sample), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert db_rows(home, "SELECT count(*) FROM turns WHERE source_key LIKE 'chatgpt:%'")[0][0]
+    again = rheo("import", str(sample), "--from", "chatgpt")
+    assert again.exit_code == 0
+
+
+def test_formats_are_sniffed_or_named(rheo, tmp_path):
+    other = tmp_path / "other.json"
+    other.write_text('{"hello": 1}')
+    result = rheo("import", str(other))
+    assert result.exit_code == 2 and "--from" in result.stderr
+    unknown = rheo("import", str(other), "--from", "myspace")
+    assert unknown.exit_code == 2 and "unknown format" in unknown.stderr
+    assert rheo("import", str(tmp_path / "missing.jsonl")).exit_code == 1
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text('{"type": "header", "format": "rheo-export", "version": 99}\n')
+    result = rheo("import", str(newer))
+    assert result.exit_code == 1 and "version 99" in result.stderr
+
+
+WRITER = """
+import sys, time
+from datetime import datetime, timezone, timedelta
+from rheo_cli.memory.store.db import open_store
+from rheo_cli.memory.ledger import turns
+conn = open_store(sys.argv[1])
+start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+i = 0
+deadline = time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    turns.append_turn(conn, profile="default", role="user", content=f"turn {i} " + "x" * 500,
+                      now=start + timedelta(seconds=i), gap_s=7200)
+    i += 1
+print(i)
+"""
+
+
+def test_backup_while_another_process_writes(tmp_path):
+    db = tmp_path / "home" / "rheo.db"
+    from rheo_cli.memory import archive
+    from rheo_cli.memory.store.db import open_store
+
+    conn = open_store(db)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db), "4"],
+        env=netguard.subprocess_env(dict(os.environ)),
+        cwd=str(REPO),
+        stdout=subprocess.PIPE,
+    )
+    copies = []
+    try:
+        time.sleep(1.0)
+        for n in range(3):
+            dest = tmp_path / "backups" / f"copy{n}.db"
+            archive.backup(conn, dest)
+            copies.append(dest)
+            time.sleep(0.5)
+    finally:
+        written = int(writer.communicate(timeout=60)[0])
+    assert written > 50
+    counts = []
+    for dest in copies:
+        assert stat.S_IMODE(dest.stat().st_mode) == 0o600
+        assert not dest.with_name(dest.name + "-wal").exists()
+        copy = sqlite3.connect(dest)
+        assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert (
+            copy.execute("INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)")
+            is not None
+        )
+        n_turns = copy.execute("SELECT count(*) FROM turns").fetchone()[0]
+        # A consistent snapshot: the session's counter matches its turns.
+        assert copy.execute("SELECT sum(turns) FROM sessions").fetchone()[0] == n_turns
+        counts.append(n_turns)
+        copy.close()
+    assert 0 < counts[0] <= counts[-1] <= written
+    conn.close()
+
+
+def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
+    api.queue(text("hi"))
+    assert rheo("ask", "hello").exit_code == 0
+    dest = tmp_path / "b.db"
+    assert rheo("backup", str(dest)).exit_code == 0
+    again = rheo("backup", str(dest))
+    assert again.exit_code == 1 and "already exists" in again.stderr
+    monkey_home = dest.parent / "restored"
+    monkey_home.mkdir()
+    os.replace(dest, monkey_home / "rheo.db")
+    rows = sqlite3.connect(monkey_home / "rheo.db").execute("SELECT content FROM turns").fetchall()
+    assert rows[0][0] == "hello"
