@@ -176,3 +176,58 @@ def test_sigkill_mid_migration_then_restart_completes_it(api, home, start):
     if start:
         rows = db_rows(home, "SELECT content FROM turns")
         assert [r[0] for r in rows] == ["kept across the crash"]
+
+
+def test_sigkill_mid_purge_import_and_backup(api, home, tmp_path):
+    api.handler = _handler
+    path = home / "rheo.db"
+    for day in (1, 2, 3):
+        now = f"2026-03-0{day}T10:00:00+00:00"
+        for n in range(3):
+            _run(api, home, "ask", f"day {day} note {n} about Porto", now=now)
+    _run(api, home, "maintain", now="2026-03-05T10:00:00+00:00")
+    exported = tmp_path / "all.jsonl"
+    _run(api, home, "export", "--output", str(exported), now="2026-03-05T10:00:00+00:00")
+    turns_before = db_rows(home, "SELECT count(*) FROM turns")[0][0]
+    kills = 0
+
+    # purge: killed with the rows erased but not committed, then after the commit
+    args = ("purge", "session", "1", "--yes")
+    assert _run(api, home, *args, crash="purge.erase:1", now="2026-03-05") == -9
+    kills += 1
+    check_consistent(path)
+    assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == turns_before  # nothing erased
+    assert db_rows(home, "SELECT count(*) FROM purges")[0][0] == 0
+    assert _run(api, home, *args, crash="purge.vacuum:1", now="2026-03-05") == -9
+    kills += 1
+    check_consistent(path)
+    assert db_rows(home, "SELECT count(*) FROM turns WHERE session_id = 1")[0][0] == 0
+    assert db_rows(home, "SELECT count(*) FROM purges")[0][0] == 1  # erased with its tombstone
+
+    # import into an empty store: killed after 1, 5 and 20 records — nothing half imported
+    other = tmp_path / "other-home"
+    for n in (1, 5, 20):
+        code = _run(
+            api, other, "import", str(exported), crash=f"import.record:{n}", now="2026-03-05"
+        )
+        assert code == -9
+        kills += 1
+        check_consistent(other / "rheo.db")
+        assert db_rows(other, "SELECT count(*) FROM turns")[0][0] == 0
+        assert db_rows(other, "SELECT count(*) FROM memory_items")[0][0] == 0
+    _run(api, other, "import", str(exported), now="2026-03-05")
+    check_consistent(other / "rheo.db")
+    assert db_rows(other, "SELECT count(*) FROM turns")[0][0] == turns_before
+
+    # backup: killed after the pages were copied; the store is untouched, a new backup works
+    before = db_rows(home, "SELECT count(*) FROM turns")[0][0]
+    code = _run(
+        api, home, "backup", str(tmp_path / "b1.db"), crash="backup.copy:1", now="2026-03-05"
+    )
+    assert code == -9
+    kills += 1
+    check_consistent(path)
+    assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == before
+    _run(api, home, "backup", str(tmp_path / "b2.db"), now="2026-03-05")
+    check_consistent(tmp_path / "b2.db")
+    assert kills == 6

@@ -5,7 +5,10 @@ this process send SIGKILL to itself: no cleanup, no rollback, as a power cut or 
 would. Points: ``turn.append`` (a turn inserted, not committed), ``reply.delta`` (after each
 streamed piece of a reply), ``reply.record`` (the reply in hand, not yet stored),
 ``extract.store`` / ``digest.store`` (facts or digest written, job not yet committed as done),
-``migrate.step`` (a migration applied, not committed). Unset, `reach` costs one dict lookup.
+``migrate.step`` (a migration applied, not committed), ``purge.erase`` (rows erased, not
+committed), ``purge.vacuum`` (committed, file not yet rewritten), ``import.record`` (after each
+imported record, not committed), ``backup.copy`` (pages copied, backup not yet checked).
+Unset, `reach` costs one dict lookup.
 """
 
 from __future__ import annotations
