@@ -99,12 +99,20 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     except RheoError as exc:
         checks.append(Check("config", False, str(exc)))
 
-    if has_credentials():
-        checks.append(Check("api key", True, "set in the environment"))
-    else:
-        checks.append(
-            Check("api key", False, "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set")
+    try:  # whichever provider is configured or found; no key's value is ever shown
+        from .. import runtime
+
+        guidance = runtime.build(profile=name).provider_ready()
+        ready = guidance is None
+        detail = "a chat provider is configured" if ready else str(guidance).splitlines()[0]
+    except RheoError:  # a broken config is reported above: look for Anthropic's key alone
+        ready = has_credentials()
+        detail = (
+            "ANTHROPIC_API_KEY is set"
+            if ready
+            else "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set"
         )
+    checks.append(Check("api key", ready, detail))
 
     if repair and (count := _fix_private(paths.home)):
         repaired.append(f"permissions of {count} file(s) or folder(s) set to owner-only")
