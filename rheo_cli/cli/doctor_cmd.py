@@ -222,7 +222,13 @@ def doctor(
     profile: Profile = None,
 ) -> None:
     """Check the store: integrity, search indexes, permissions, config, API key, jobs,
-    schema version. Exit 0 when healthy, 1 with the list of problems."""
+    schema version. Exit 0 when healthy, 1 with the list of problems.
+
+    \b
+    Examples:
+      rheo doctor
+      rheo doctor --repair
+    """
     from .state import GLOBAL
 
     checks, repaired = run_checks(profile if profile is not None else GLOBAL.profile, repair)
