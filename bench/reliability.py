@@ -104,12 +104,13 @@ def _repl(home: Path, api: FakeAnthropic, turns: int, errors: list[str]) -> None
     from rheo_cli import runtime
     from rheo_cli.repl.app import run_repl
 
-    environ = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("RHEO_", "ANTHROPIC_"))},
-        "RHEO_HOME": str(home),
-    }
     os.environ.update(ANTHROPIC_BASE_URL=api.base_url, ANTHROPIC_API_KEY="test-key")
     os.environ["RHEO_WORKER"] = "off"
+    environ = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RHEO_")},
+        "RHEO_HOME": str(home),
+        "RHEO_WORKER": "off",
+    }
     out = io.StringIO()
     rt = runtime.build(environ=environ)
     try:
@@ -120,7 +121,10 @@ def _repl(home: Path, api: FakeAnthropic, turns: int, errors: list[str]) -> None
         errors.append(f"repl: {type(exc).__name__}: {exc}")
     finally:
         rt.close()
-    errors.extend(ln for ln in out.getvalue().splitlines() if ln.startswith("rheo:"))
+    shown = out.getvalue()
+    errors.extend(ln for ln in shown.splitlines() if ln.startswith("rheo:"))
+    if turns and f"re: repl q{turns - 1}" not in shown:
+        errors.append(f"repl: the last reply never came: {shown[-300:]!r}")
 
 
 def _wait_idle(home: Path, timeout: float) -> None:
