@@ -49,6 +49,7 @@ __all__ = [
     "drop",
     "error",
     "hang",
+    "malformed",
     "multi",
     "stream_error",
     "structured",
@@ -84,7 +85,7 @@ _ERROR_TYPE_STATUS = {
 }
 _TOOL_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 
-ReplyKind = Literal["message", "error", "drop", "stream_error", "truncate"]
+ReplyKind = Literal["message", "error", "drop", "stream_error", "truncate", "malformed"]
 
 
 # --------------------------------------------------------------------------------------
@@ -356,6 +357,17 @@ def truncate(text_before: str = "partial ", *, after_chunks: int = 1) -> Reply:
         kind="truncate",
         blocks=({"type": "text", "text": text_before},),
         after_chunks=max(1, after_chunks),
+        stop_reason=None,
+    )
+
+
+def malformed(text_before: str = "partial ", *, after_chunks: int = 1) -> Reply:
+    """Streaming: some text, then an SSE event whose data is not JSON, then a clean end of the
+    body. Non-streaming: the connection is closed without a response."""
+    return Reply(
+        kind="malformed",
+        blocks=({"type": "text", "text": text_before},),
+        after_chunks=max(0, after_chunks),
         stop_reason=None,
     )
 
@@ -869,7 +881,7 @@ class _Handler(BaseHTTPRequestHandler):
             }
             self._send_json(reply.status, payload, reply.headers)
             return
-        if reply.kind == "drop" and not rec.stream:
+        if reply.kind in ("drop", "malformed") and not rec.stream:
             raise _Abort
         model = (
             reply.model
@@ -937,7 +949,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         )
         pinged = False
-        partial = reply.kind in ("drop", "stream_error", "truncate")
+        partial = reply.kind in ("drop", "stream_error", "truncate", "malformed")
         budget = reply.after_chunks
         for index, block in enumerate(blocks):
             start, deltas = _block_stream_events(
@@ -965,6 +977,11 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if reply.kind == "drop":
             raise _Abort
+        if reply.kind == "malformed":
+            self._write_chunk(b'event: content_block_delta\ndata: {"type": "content_bl\n\n')
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         if reply.kind == "truncate":
             self.wfile.write(b"0\r\n\r\n")  # a clean end of body, but no message_stop
             self.wfile.flush()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 from .. import runtime
@@ -19,8 +20,9 @@ def main() -> int:
     try:
         rt = runtime.build()
         return detached_main(rt)
-    except (RheoError, EngineError) as exc:
-        sys.stderr.write(f"rheo worker: {exc}\n")
+    except (RheoError, EngineError, sqlite3.Error, OSError) as exc:
+        # e.g. a full disk: the job keeps its lease and is taken over by the next run
+        sys.stderr.write(f"rheo worker: {' '.join(str(exc).split())}\n")
         return 1
 
 

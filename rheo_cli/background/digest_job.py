@@ -14,6 +14,7 @@ from ..memory.ledger import sessions
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.digests import store_digest
 from ..memory.ledger.pairing import in_reply_order
+from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
@@ -52,7 +53,7 @@ def _speaker(turn: ledger.Turn) -> str:
     return f"assistant ({name})" if name else "assistant"
 
 
-def run(rt: Runtime, job: Job) -> list[str]:
+def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
@@ -61,7 +62,7 @@ def run(rt: Runtime, job: Job) -> list[str]:
     turns = in_reply_order(turns)
     if not turns:
         notes = ["session has no text; no digest"]
-        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+        jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
         return notes
     shown = (
         turns if len(turns) <= MAX_TURNS else (turns[: MAX_TURNS // 2] + turns[-MAX_TURNS // 2 :])
@@ -94,13 +95,14 @@ def run(rt: Runtime, job: Job) -> list[str]:
     if not narrative:
         raise DigestUnusable("the digest reply had no narrative")
     with write(rt.conn):  # the digest, its facts and the job's completion commit together
-        notes += _store(rt, job, session, turns, parsed, narrative, model)
+        notes += _store(rt, job, worker, session, turns, parsed, narrative, model)
     return notes
 
 
 def _store(
     rt: Runtime,
     job: Job,
+    worker: str,
     session: sessions.Session,
     turns: list[ledger.Turn],
     parsed: Parsed,
@@ -137,5 +139,6 @@ def _store(
         rt, parsed.facts, source="digest", when=when, turn_of=by_id, default_turn=last_user
     )
     notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
-    jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+    crash.reach("digest.store")
+    jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

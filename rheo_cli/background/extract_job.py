@@ -14,6 +14,7 @@ from ..memory.facts.scope import assistant_in
 from ..memory.jobs import Job
 from ..memory.ledger import turns as ledger
 from ..memory.ledger.pairing import reply_to
+from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import from_stored, to_stored
@@ -96,7 +97,7 @@ def build_prompt(
     return "\n".join(lines), {i.id: i.topic for i in shown}
 
 
-def run(rt: Runtime, job: Job) -> list[str]:
+def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     """Extract facts for one exchange; returns the job's notes (repairs, drops, outcomes).
 
     Raises AllExtractorsFailed when no extractor answered (the job is retried later)."""
@@ -119,5 +120,6 @@ def run(rt: Runtime, job: Job) -> list[str]:
             rt, parsed.facts, source="extractor", when=when, turn_of={}, default_turn=person
         )
         notes.append(f"{model}: {len(parsed.facts)} fact(s)")
-        jobs.complete(rt.conn, job.id, ts=to_stored(rt.now()), notes=notes)
+        crash.reach("extract.store")
+        jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

@@ -1,9 +1,12 @@
 """Running queued jobs: in a detached process after a reply, or in the foreground for
 ``rheo maintain``.
 
-One detached worker runs at a time per RHEO_HOME (an flock on ``worker.lock``); a second one
-started meanwhile exits at once, and the running one looks again for new jobs before it
-leaves, so no job is stranded. A job held by a process that died is taken over at once.
+One worker runs at a time per RHEO_HOME (an flock on ``worker.lock``, taken by the detached
+worker, by ``rheo maintain`` and by inline runs); a detached one started meanwhile exits at
+once, and the running one looks again for new jobs before it leaves, so no job is stranded.
+While nothing is due it sleeps (outside the lock) until the next job is, for up to
+`IDLE_MAX_S`. A job held by a process that died is taken over at once; a running job's lease
+is renewed by a heartbeat thread, so a long call is never taken over by a second worker.
 """
 
 from __future__ import annotations
@@ -13,13 +16,15 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from ..memory import jobs
+from ..memory.store import db
 from ..memory.store.errors import EngineError
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
@@ -28,7 +33,13 @@ from . import digest_job, extract_job
 from .extractors import AllExtractorsFailed
 
 BACKOFF_S = (30.0, 120.0, 600.0, 3600.0)
-"""Wait before retry n (seconds); the last value repeats."""
+"""Wait after failure n (seconds: the first failure waits 30 s); the last value repeats."""
+IDLE_MAX_S = 60.0
+"""A detached worker waits for a job that becomes due within this many seconds; it exits
+when nothing is due sooner."""
+POLL_S = (1.5, 5.0)
+"""Shortest and longest sleep (seconds) of an idle detached worker between looks at the
+queue: under one claim a second when idle, and a dead holder's job is noticed within 5 s."""
 LOG_MAX_BYTES = 1_000_000
 
 
@@ -39,7 +50,13 @@ class Summary:
     done: list[jobs.Job] = field(default_factory=list)
     retrying: list[tuple[jobs.Job, str]] = field(default_factory=list)
     failed: list[tuple[jobs.Job, str]] = field(default_factory=list)
+    lost: list[jobs.Job] = field(default_factory=list)
     notes: dict[int, list[str]] = field(default_factory=dict)
+
+    @property
+    def ran(self) -> bool:
+        """Whether any job was claimed."""
+        return bool(self.done or self.retrying or self.failed or self.lost)
 
     def to_json(self) -> dict[str, Any]:
         """The ``rheo maintain --json`` shape."""
@@ -82,14 +99,65 @@ def holder_alive(holder: str) -> bool:
     return state not in ("Z", "X")
 
 
-def run_job(rt: Runtime, job: jobs.Job) -> list[str]:
-    """Run one claimed job and mark it done (in the same transaction as its memory writes,
-    so a retry never counts a fact twice); returns its notes. Raises on failure."""
+def run_job(rt: Runtime, job: jobs.Job, worker: str) -> list[str]:
+    """Run one job ``worker`` has claimed and mark it done (in the same transaction as its
+    memory writes, so a retry never counts a fact twice); returns its notes. Raises on
+    failure, LeaseLost (nothing written) when another worker took the job meanwhile."""
     if job.kind == "extract":
-        return extract_job.run(rt, job)
+        return extract_job.run(rt, job, worker)
     if job.kind == "digest":
-        return digest_job.run(rt, job)
+        return digest_job.run(rt, job, worker)
     raise ValueError(f"unknown job kind {job.kind!r}")
+
+
+class Heartbeat:
+    """Renews ``worker``'s lease on a job every third of ``lease_s`` from a thread with its
+    own connection, while the job runs (a call may take an hour with retries)."""
+
+    def __init__(self, rt: Runtime, job_id: int, worker: str, lease_s: float) -> None:
+        self.path = rt.paths.db
+        self.url = getattr(rt, "store_url", None)
+        self.tenant = rt.profile
+        self.job_id = job_id
+        self.worker = worker
+        self.lease_s = lease_s
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rheo-lease", daemon=True)
+
+    def _run(self) -> None:
+        conn = None
+        try:
+            while not self._stop.wait(self.lease_s / 3):
+                if conn is None:
+                    conn = (
+                        db.open_url(self.url, tenant=self.tenant, migrate_schema=False)
+                        if self.url
+                        else db.open_store(self.path, migrate_schema=False)
+                    )
+                ok = jobs.renew(
+                    conn,
+                    self.job_id,
+                    worker=self.worker,
+                    wall_now=time.time(),
+                    lease_s=self.lease_s,
+                )
+                if not ok:
+                    self.lost = True
+                    return
+        except Exception:  # noqa: BLE001 - a missed renewal only risks a takeover
+            return
+        finally:
+            if conn is not None:
+                conn.close()
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
 
 
 def run_pending(
@@ -98,16 +166,20 @@ def run_pending(
     profile: str | None = None,
     ignore_backoff: bool = False,
     on_job: Callable[[jobs.Job, str], None] | None = None,
+    lease_s: float | None = None,
 ) -> Summary:
     """Claim and run jobs until none is runnable (of ``profile``, or of every profile), each
-    job at most once per call.
+    job at most once per call. ``lease_s``: the lease (default `jobs.LEASE_S`), renewed
+    while each job runs.
 
-    ``on_job(job, outcome)`` is called after each (``"done"``, ``"retry"``, ``"failed"``).
+    ``on_job(job, outcome)`` is called after each (``"done"``, ``"retry"``, ``"failed"``,
+    ``"lost"`` — another worker took it over; nothing was written or counted).
     Failures never raise: they are counted on the job with their error and retried later
     (``ignore_backoff`` retries waiting jobs now, as ``rheo maintain`` does).
     """
     summary = Summary()
     me = worker_id()
+    lease = jobs.LEASE_S if lease_s is None else lease_s
     tried: set[int] = set()
     while True:
         job = jobs.claim(
@@ -119,12 +191,19 @@ def run_pending(
             holder_alive=holder_alive,
             ignore_backoff=ignore_backoff,
             exclude=frozenset(tried),
+            lease_s=lease,
         )
         if job is None:
             return summary
         tried.add(job.id)
         try:
-            notes = run_job(rt, job)
+            with Heartbeat(rt, job.id, me, lease):
+                notes = run_job(rt, job, me)
+        except jobs.LeaseLost:
+            summary.lost.append(job)
+            if on_job is not None:
+                on_job(job, "lost")
+            continue
         except Exception as exc:  # noqa: BLE001 - one bad job must not stop the queue
             expected = (
                 AllExtractorsFailed,
@@ -141,8 +220,18 @@ def run_pending(
             )
             retry_at = time.time() + BACKOFF_S[min(job.attempts, len(BACKOFF_S) - 1)]
             status = jobs.fail(
-                rt.conn, job.id, error=error, ts=to_stored(rt.now()), retry_at=retry_at
+                rt.conn,
+                job.id,
+                worker=me,
+                error=error,
+                ts=to_stored(rt.now()),
+                retry_at=retry_at,
             )
+            if status is None:  # another worker holds or finished it: not ours to count
+                summary.lost.append(job)
+                if on_job is not None:
+                    on_job(job, "lost")
+                continue
             outcome = "failed" if status == "failed" else "retry"
             (summary.failed if outcome == "failed" else summary.retrying).append((job, error))
             if on_job is not None:
@@ -185,24 +274,54 @@ def _unlock(handle: IO[str]) -> None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def detached_main(rt: Runtime) -> int:
-    """The detached worker's loop: hold the lock, run every runnable job, look again after
-    letting go of the lock. Returns an exit status."""
-    lock_path = rt.paths.home / "worker.lock"
+def _lock_file(rt: Runtime) -> IO[str]:
     old = os.umask(0o077)
     try:
-        handle = open(lock_path, "a")  # noqa: SIM115 - held for the process's life
+        return open(rt.paths.home / "worker.lock", "a")  # noqa: SIM115 - caller closes
     finally:
         os.umask(old)
-    with handle:
+
+
+@contextlib.contextmanager
+def worker_lock(rt: Runtime) -> Iterator[None]:
+    """Hold the worker lock of RHEO_HOME, waiting for a running worker to let go of it (it
+    does after each pass over the queue). ``rheo maintain`` and inline runs use it, so no two
+    runners work on the queue at once."""
+    import fcntl
+
+    with _lock_file(rt) as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            _unlock(handle)
+
+
+def detached_main(
+    rt: Runtime, *, idle_max_s: float = IDLE_MAX_S, poll_s: tuple[float, float] = POLL_S
+) -> int:
+    """The detached worker's loop: hold the lock, run every runnable job, let go of the lock;
+    then sleep until the next job is due (``poll_s`` bounds each sleep, seconds) and look
+    again, as long as one is due within ``idle_max_s`` of the last work. Exits when another
+    runner holds the lock. Returns an exit status."""
+    with _lock_file(rt) as handle:
+        idle_since = time.monotonic()
         while _try_lock(handle):
             try:
                 queue_closed_everywhere(rt)
-                run_pending(rt)
+                summary = run_pending(rt)
             finally:
                 _unlock(handle)
-            if jobs.runnable_count(rt.conn, wall_now=time.time()) == 0:
+            if summary.done or summary.retrying or summary.failed:
+                idle_since = time.monotonic()
+                continue  # new jobs may have come while these ran
+            wake = jobs.next_wake(rt.conn)
+            if wake is None:
                 break
+            wait = max(wake - time.time(), 0.0)
+            if time.monotonic() - idle_since + wait > idle_max_s:
+                break
+            time.sleep(min(max(wait, poll_s[0]), poll_s[1]))
     return 0
 
 
@@ -242,7 +361,8 @@ def kick(rt: Runtime) -> None:
     if mode == "off":
         return
     if mode == "inline":
-        run_pending(rt, profile=rt.profile)
+        with worker_lock(rt):
+            run_pending(rt, profile=rt.profile)
         return
     with contextlib.suppress(OSError):
         spawn(rt)

@@ -99,24 +99,37 @@ def show(
 
 
 @command
-def maintain(json_out: Json = False, profile: Profile = None) -> None:
+def maintain(
+    json_out: Json = False,
+    profile: Profile = None,
+    retry_failed: Annotated[
+        bool,
+        typer.Option("--retry-failed", help="Re-queue jobs that failed for good, then run them."),
+    ] = False,
+) -> None:
     """Run pending memory work now (extraction, digests).
 
     Queues digests for sessions that have closed, then runs every pending job of the profile
-    in the foreground, retrying ones that failed before.
+    in the foreground, including ones waiting to be retried after a failure. Jobs that failed
+    for good (5 failed calls) stay failed unless --retry-failed re-queues them.
 
     \b
-    Example:
+    Examples:
       rheo maintain
+      rheo maintain --retry-failed
     """
     from datetime import timedelta
 
-    from ..background.worker import run_pending
+    from ..background.worker import run_pending, worker_lock
     from ..memory import jobs
     from ..memory.store.timeutil import to_stored
 
     rt = runtime_for(profile)
     now = rt.now()
+    if retry_failed:
+        count = jobs.retry_failed(rt.conn, profile=rt.profile, ts=to_stored(now))
+        if not json_out:
+            echo(f"{count} failed job(s) re-queued")
     closed_before = to_stored(now - timedelta(seconds=rt.settings.gap_s))
     for session_id in jobs.sessions_awaiting_digest(
         rt.conn, profile=rt.profile, closed_before=closed_before
@@ -151,7 +164,8 @@ def maintain(json_out: Json = False, profile: Profile = None) -> None:
             progress.update(task, advance=1, description=f"{job.kind} #{job.ref_id}: {outcome}")
 
     try:
-        summary = run_pending(rt, profile=rt.profile, ignore_backoff=True, on_job=on_job)
+        with worker_lock(rt):  # never beside a detached worker: no job runs twice
+            summary = run_pending(rt, profile=rt.profile, ignore_backoff=True, on_job=on_job)
     finally:
         if progress is not None:
             progress.stop()
@@ -164,6 +178,9 @@ def maintain(json_out: Json = False, profile: Profile = None) -> None:
     )
     for job, error in summary.retrying + summary.failed:
         echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
+    stuck = len(jobs.list_jobs(rt.conn, rt.profile, statuses=("failed",), limit=10_000))
+    if stuck:
+        echo(f"{stuck} job(s) failed for good: 'rheo maintain --retry-failed' re-queues them")
 
 
 def job_line(job: object, numbers: dict[int, int] | None = None) -> str:

@@ -20,6 +20,7 @@ from . import (
     config_cmd,
     context_cmd,
     digests_cmd,
+    doctor_cmd,
     history,
     import_history_cmd,
     kb_cmd,
@@ -118,6 +119,7 @@ app.add_typer(history.app, name="history", rich_help_panel=HISTORY)
 app.add_typer(sessions_cmd.app, name="sessions", rich_help_panel=HISTORY)
 app.add_typer(digests_cmd.app, name="digests", rich_help_panel=HISTORY)
 app.command(rich_help_panel=MAINTENANCE)(digests_cmd.maintain)
+app.command(rich_help_panel=MAINTENANCE)(doctor_cmd.doctor)
 app.add_typer(digests_cmd.jobs_app, name="jobs", rich_help_panel=MAINTENANCE)
 app.add_typer(config_cmd.app, name="config", rich_help_panel=MAINTENANCE)
 app.command(rich_help_panel=MAINTENANCE)(paths_cmd.paths)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .store import crash
 from .store.db import ensure_private_dir, write
 from .store.errors import InvalidInput, StoreError
 from .store.timeutil import from_stored, to_stored
@@ -55,6 +56,7 @@ def backup(conn: sqlite3.Connection, dest: str | os.PathLike[str]) -> int:
     try:
         # One step: the whole copy reads one snapshot, so writers elsewhere never restart it.
         conn.backup(target, pages=-1)
+        crash.reach("backup.copy")
         target.execute("PRAGMA journal_mode = DELETE")
         verdict = target.execute("PRAGMA integrity_check").fetchone()[0]
         if verdict != "ok":
@@ -385,6 +387,7 @@ def import_records(
                 raise InvalidInput(f"line {line}: malformed {kind} record ({exc})") from None
             known[key] = new_id
             counts.added[kind] += 1
+            crash.reach("import.record")
         for item_id, line, superseded, conflict, profile in links:
             known = maps[profile]
             for column, value in (("superseded_by", superseded), ("conflict_with", conflict)):

@@ -1,10 +1,13 @@
 """The background job queue: extraction after a reply, a digest when a session closes.
 
 A job is a row; a worker claims it with a lease (wall-clock seconds, not rheo's clock, which
-may be pinned by RHEO_NOW) and the name of its process. A job whose lease ran out, or whose
-holder process is gone, is claimed again by the next worker — a killed worker loses nothing.
-Failures are counted; a job is retried with backoff up to `MAX_ATTEMPTS` times, then marked
-failed with its last error.
+may be pinned by RHEO_NOW) and the name of its process, and renews the lease while it works.
+A job whose lease ran out, or whose holder process is gone, is claimed again by the next
+worker — a killed worker loses nothing, and its takeover is not counted as an attempt.
+Finishing or failing a job is compare-and-set on the lease holder: a worker that lost its
+lease changes nothing. Only a call that actually failed counts; a job is retried with backoff
+up to `MAX_ATTEMPTS` times, then marked failed with its last error, until the person re-queues
+it (`retry_failed`, ``rheo maintain --retry-failed``).
 """
 
 from __future__ import annotations
@@ -16,13 +19,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from .store.db import write
+from .store.errors import EngineError
 from .store.pg import dialect
 from .text.secrets import mask
 
 KINDS = ("extract", "digest")
 MAX_ATTEMPTS = 5
 LEASE_S = 300.0
-"""How long a claimed job stays with its worker before anyone may take it over (seconds)."""
+"""How long a claimed job stays with its worker before anyone may take it over (seconds); the
+worker renews it every third of that while a call runs (see `renew`)."""
+
+
+class LeaseLost(EngineError):
+    """The job is no longer held by this worker (its lease ran out and another took it, or it
+    was finished meanwhile); whatever the worker was about to write is rolled back."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +122,8 @@ def claim(
     ``ignore_backoff`` — or running with an expired lease or a dead holder), optionally only
     of ``profile``, never one in ``exclude``. Returns it, or None when nothing is runnable.
 
-    Claiming counts an attempt, so a job whose every run dies with its process (a crash, a
-    kill) still ends: one claimed `MAX_ATTEMPTS` times is marked failed instead.
+    Claiming does not count an attempt: a takeover from a killed runner is not a failure
+    (only `fail` counts one).
     """
     with write(conn):
         sql = (
@@ -140,47 +150,67 @@ def claim(
                 )
                 if not (expired or dead):
                     continue
-            if job.attempts >= MAX_ATTEMPTS:
-                conn.execute(
-                    "UPDATE jobs SET status = 'failed', lease_until = NULL, leased_by = NULL, "
-                    "last_error = coalesce(last_error, ?), updated_at = ? WHERE id = ?",
-                    (f"gave up after {job.attempts} attempts", ts, job.id),
-                )
-                continue
             conn.execute(
                 "UPDATE jobs SET status = 'running', lease_until = ?, leased_by = ?, "
-                "attempts = attempts + 1, updated_at = ? WHERE id = ?",
+                "updated_at = ? WHERE id = ?",
                 (wall_now + lease_s, worker, ts, job.id),
             )
             return _row(conn.execute("SELECT * FROM jobs WHERE id = ?", (job.id,)).fetchone())
     return None
 
 
-def complete(conn: sqlite3.Connection, job_id: int, *, ts: str, notes: list[str]) -> None:
-    """Mark a job done, keeping its notes (what was repaired or dropped)."""
+def renew(
+    conn: sqlite3.Connection, job_id: int, *, worker: str, wall_now: float, lease_s: float = LEASE_S
+) -> bool:
+    """Extend ``worker``'s lease on a running job to ``wall_now + lease_s`` (Unix seconds).
+    Returns False when the job is no longer this worker's."""
     with write(conn):
-        conn.execute(
-            "UPDATE jobs SET status = 'done', lease_until = NULL, leased_by = NULL, "
-            "notes = ?, updated_at = ? WHERE id = ?",
-            (json.dumps([mask(n) for n in notes], ensure_ascii=False), ts, job_id),
+        cur = conn.execute(
+            "UPDATE jobs SET lease_until = ? WHERE id = ? AND status = 'running' AND leased_by = ?",
+            (wall_now + lease_s, job_id, worker),
         )
+        return cur.rowcount == 1
+
+
+def complete(
+    conn: sqlite3.Connection, job_id: int, *, worker: str, ts: str, notes: list[str]
+) -> None:
+    """Mark a job done, keeping its notes (what was repaired or dropped), if ``worker`` still
+    holds it. Raises LeaseLost otherwise — inside the caller's transaction, so the memory
+    writes that came with the job roll back with it."""
+    with write(conn):
+        cur = conn.execute(
+            "UPDATE jobs SET status = 'done', lease_until = NULL, leased_by = NULL, "
+            "notes = ?, updated_at = ? WHERE id = ? AND status = 'running' AND leased_by = ?",
+            (json.dumps([mask(n) for n in notes], ensure_ascii=False), ts, job_id, worker),
+        )
+        if cur.rowcount != 1:
+            raise LeaseLost(f"job #{job_id} is no longer held by {worker}")
 
 
 def fail(
     conn: sqlite3.Connection,
     job_id: int,
     *,
+    worker: str,
     error: str,
     ts: str,
     retry_at: float,
     notes: list[str] | None = None,
     max_attempts: int = MAX_ATTEMPTS,
-) -> str:
-    """Record a failed attempt (counted when the job was claimed): back to pending until
-    ``retry_at`` (Unix seconds), or failed after ``max_attempts``. Returns the new status."""
+) -> str | None:
+    """Count a failed attempt of a job ``worker`` holds: back to pending until ``retry_at``
+    (Unix seconds), or failed once it has failed ``max_attempts`` times. Returns the new
+    status, or None when the job is no longer this worker's (nothing is changed: a job another
+    worker finished stays done)."""
     with write(conn):
-        row = conn.execute("SELECT attempts FROM jobs WHERE id = ?", (job_id,)).fetchone()
-        attempts = row[0] if row else 0
+        row = conn.execute(
+            "SELECT attempts FROM jobs WHERE id = ? AND status = 'running' AND leased_by = ?",
+            (job_id, worker),
+        ).fetchone()
+        if row is None:
+            return None
+        attempts = int(row[0]) + 1
         status = "failed" if attempts >= max_attempts else "pending"
         conn.execute(
             "UPDATE jobs SET status = ?, attempts = ?, last_error = ?, not_before = ?, "
@@ -196,6 +226,44 @@ def fail(
             ),
         )
     return status
+
+
+def retry_failed(conn: sqlite3.Connection, *, profile: str, ts: str) -> int:
+    """Put the profile's failed jobs back in the queue with a fresh count of attempts (the
+    last error is kept until the next run). Returns how many were re-queued."""
+    with write(conn):
+        cur = conn.execute(
+            "UPDATE jobs SET status = 'pending', attempts = 0, not_before = NULL, "
+            "updated_at = ? WHERE profile = ? AND status = 'failed'",
+            (ts, profile),
+        )
+        return cur.rowcount
+
+
+def next_wake(conn: sqlite3.Connection, *, profile: str | None = None) -> float | None:
+    """The earliest Unix time at which an unfinished job may become runnable: a waiting
+    job's ``not_before`` or a running job's lease expiry (a pending job due now gives a time
+    in the past). None when no job is pending or running."""
+    sql = (
+        "SELECT min(CASE WHEN status = 'pending' THEN coalesce(not_before, 0) "
+        "ELSE coalesce(lease_until, 0) END) FROM jobs WHERE status IN ('pending', 'running')"
+    )
+    args: list[Any] = []
+    if profile is not None:
+        sql += " AND profile = ?"
+        args.append(profile)
+    value = conn.execute(sql, args).fetchone()[0]
+    return None if value is None else float(value)
+
+
+def held_by_others(conn: sqlite3.Connection, *, worker: str) -> list[str]:
+    """The holders (``host:pid``) of running jobs other than ``worker``."""
+    rows = conn.execute(
+        "SELECT DISTINCT leased_by FROM jobs WHERE status = 'running' AND leased_by IS NOT NULL "
+        "AND leased_by != ?",
+        (worker,),
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def get_job(conn: sqlite3.Connection, job_id: int) -> Job:
@@ -263,3 +331,9 @@ def sessions_awaiting_digest(
         (profile, closed_before),
     ).fetchall()
     return [int(r[0]) for r in rows]
+
+
+def status_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many jobs of every profile are in each status (``pending``, ``failed``...)."""
+    rows = conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall()
+    return {str(r[0]): int(r[1]) for r in rows}

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .store import crash
 from .store.db import write
 from .store.errors import InvalidInput, NotFound
 from .store.migrations import CJK_GLOB
@@ -238,12 +239,14 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
         with write(conn):
             conn.execute("INSERT INTO purge_grant(on_, reason) VALUES (1, ?)", (ref,))
             counts = _erase(conn, target)
+            crash.reach("purge.erase")
             conn.execute("DELETE FROM purge_grant")
             conn.execute(
                 "INSERT INTO purges(profile, ts, what, ref_id, counts) VALUES (?, ?, ?, ?, ?)",
                 (target.profile, to_stored(now), target.what, target.ref_id, json.dumps(counts)),
             )
         done = Purged(target.what, ref, counts)
+        crash.reach("purge.vacuum")
         try:
             conn.execute("VACUUM")
             done.vacuumed = True

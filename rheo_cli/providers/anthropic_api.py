@@ -25,7 +25,7 @@ from .base import (
     Usage,
 )
 from .redact import redact
-from .retry import next_wait, one_line, retry_after, wait
+from .retry import name_wait, next_wait, one_line, retry_after, wait
 
 _preload_thread: threading.Thread | None = None
 
@@ -226,6 +226,11 @@ class AnthropicProvider:
             )
         if isinstance(exc, anthropic.APIStatusError):
             return _status_error(exc)
+        if isinstance(exc, ValueError) and type(exc).__name__ == "JSONDecodeError":
+            return ProviderError(
+                "stream_broken" if started else "other",
+                f"the API sent a malformed event ({_one_line(str(exc), 120)})",
+            )
         transport = type(exc).__module__.split(".")[0].startswith(("httpx", "httpcore", "h11"))
         if transport and "Timeout" in type(exc).__name__:
             return ProviderError(
@@ -241,7 +246,9 @@ class AnthropicProvider:
 
 def _status_error(exc: Any) -> ProviderError:
     error = _classify_status(exc)
-    error.retry_after_s = retry_after(getattr(getattr(exc, "response", None), "headers", None))
+    wait = retry_after(getattr(getattr(exc, "response", None), "headers", None))
+    error.retry_after_s = wait
+    error = name_wait(error)
     return error
 
 

@@ -37,6 +37,30 @@ def retry_after(headers: Mapping[str, Any] | None) -> float | None:
     return None
 
 
+def seconds_text(value: float) -> str:
+    """``60 s``, ``2 min 5 s``: a wait as a person reads it."""
+    whole = round(value)
+    if whole < 120:
+        return f"{whole} s"
+    minutes, seconds = divmod(whole, 60)
+    return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
+
+
+def name_wait(error: ProviderError) -> ProviderError:
+    """A rate limit (429) or overload (529) whose server asked for a wait of a second or more,
+    reworded to name it: "rate limited (429): the API asked to wait 60 s". Others unchanged."""
+    wait = error.retry_after_s
+    if wait is None or wait < 1 or error.kind not in ("rate_limit", "overloaded"):
+        return error
+    what = "rate limited (429)" if error.kind == "rate_limit" else "the API is overloaded (529)"
+    return ProviderError(
+        error.kind,
+        f"{what}: the API asked to wait {seconds_text(wait)}",
+        status=error.status,
+        retry_after_s=wait,
+    )
+
+
 def backoff(attempt: int, error: ProviderError) -> float | None:
     """Seconds to wait before retry ``attempt`` after ``error`` (None: don't retry): the
     server's retry-after up to 30 s, else 0.5 s doubling, with jitter."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
@@ -69,6 +70,11 @@ class ReplState:
         self.out.flush()
 
 
+def _notes(state: ReplState, notes: list[str]) -> None:
+    for note in notes:
+        state.say(f"rheo: note: {note}")
+
+
 def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     """Send ``text`` to the model and show the streamed reply; errors become one line.
 
@@ -92,6 +98,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
             text,
             new_session=new,
             on_text=writer,
+            on_context=lambda ctx: _notes(state, ctx.notes),
             question=question,  # type: ignore[arg-type]
         )
         writer.finish()
@@ -108,6 +115,9 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     except TurnFailed as exc:
         writer.finish()
         state.say(f"rheo: {failed_line(exc.error)}")
+    except sqlite3.Error as exc:  # the ledger cannot be written: say so, keep the REPL
+        writer.finish()
+        state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
     finally:
         if not state.incognito:
             kick_background(state.rt)

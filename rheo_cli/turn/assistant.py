@@ -8,6 +8,7 @@ with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,7 +18,9 @@ from .. import prompts
 from ..memory.context import assemble as context_mod
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
+from ..memory.store import crash, health
 from ..memory.store.db import tentative
+from ..memory.store.errors import EngineError
 from ..memory.store.timeutil import to_stored
 from ..providers.base import (
     ChatRequest,
@@ -182,6 +185,8 @@ class Assistant:
         self.incognito = False
         """Incognito: turns are answered with the context as usual, but nothing is stored —
         no turn, no session change, no extraction, and no tools (they could write memory)."""
+        self.repairs: list[str] = []
+        """One-line notes of store repairs made during the last turn (shown to the person)."""
 
     def store_message(
         self,
@@ -194,20 +199,42 @@ class Assistant:
         """Commit the person's turn (session detection included, unless ``session_id`` names
         the session to join) and return it. ``meta`` is stored with it (a front end's own
         ids, e.g. Telegram's update id), with the assistant talked to, from which rheo later
-        knows whose memory the exchange feeds."""
+        knows whose memory the exchange feeds.
+
+        If the insert fails on a damaged or missing search index (an FTS5 index derived from
+        the turns), the indexes are rebuilt from the tables and the insert tried once more,
+        with a note in `repairs`. Raises sqlite3.Error when the ledger cannot be written."""
         if self.rt.assistant_name is not None:
             meta = {**(meta or {}), "assistant": self.rt.assistant_name}
-        appended = ledger.append_turn(
-            self.rt.conn,
-            profile=self.rt.profile,
-            role="user",
-            content=message,
-            now=self.rt.now(),
-            gap_s=self.rt.settings.gap_s,
-            new_session=new_session,
-            session_id=session_id,
-            meta=meta,
-        )
+
+        def append() -> ledger.Appended:
+            return ledger.append_turn(
+                self.rt.conn,
+                profile=self.rt.profile,
+                role="user",
+                content=message,
+                now=self.rt.now(),
+                gap_s=self.rt.settings.gap_s,
+                new_session=new_session,
+                session_id=session_id,
+                meta=meta,
+            )
+
+        try:
+            appended = append()
+        except sqlite3.DatabaseError as exc:
+            text = str(exc).lower()
+            if any(w in text for w in ("locked", "busy", "readonly", "read-only", "full")):
+                raise
+            try:
+                rebuilt = health.rebuild_indexes(self.rt.conn)
+            except sqlite3.DatabaseError:
+                raise exc from None
+            appended = append()
+            self.repairs.append(
+                f"the search index was damaged ({' '.join(str(exc).split())[:120]}); "
+                f"rebuilt {', '.join(rebuilt)} from the ledger"
+            )
         if appended.closed_session is not None and self.on_session_closed is not None:
             self.on_session_closed(appended.closed_session.id)
         if self.on_message is not None:
@@ -226,17 +253,33 @@ class Assistant:
         ``budget`` (tokens) overrides the configured one."""
         now = self.rt.now()
         stored = bool(user_turn.id) and not self.incognito
-        ctx = context_mod.assemble(
-            self.rt.conn,
-            profile=self.rt.profile,
-            message=user_turn.content,
-            now=now,
-            settings=self.rt.settings,
-            session_id=user_turn.session_id if stored else None,
-            before_turn_id=user_turn.id if stored else None,
-            budget=budget,
-            assistant=self.rt.assistant_name,
-        )
+        # Memory never stops the chat: parts of the store that cannot be read are left out
+        # with a note, and if nothing can be read the message goes alone, with a note.
+        try:
+            ctx = context_mod.assemble(
+                self.rt.conn,
+                profile=self.rt.profile,
+                message=user_turn.content,
+                now=now,
+                settings=self.rt.settings,
+                session_id=user_turn.session_id if stored else None,
+                before_turn_id=user_turn.id if stored else None,
+                budget=budget,
+                assistant=self.rt.assistant_name,
+                tolerant=True,
+            )
+        except (sqlite3.DatabaseError, EngineError) as exc:
+            ctx = Context(
+                sections=[],
+                message=user_turn.content,
+                budget=self.rt.settings.budget_tokens if budget is None else budget,
+                session_id=user_turn.session_id if stored else None,
+                notes=[
+                    f"memory unreadable ({' '.join(str(exc).split())[:160]}); answering "
+                    "without it; 'rheo doctor' checks the store"
+                ],
+            )
+        ctx.notes[:0] = self.repairs
         request = build_request(
             ctx,
             model=self.rt.model,
@@ -268,6 +311,7 @@ class Assistant:
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases.
         """
+        self.repairs = []
         if question is not None:
             user_turn = question
         elif self.incognito:
@@ -316,6 +360,7 @@ class Assistant:
                         parts.append(delta)
                         if on_text is not None:
                             on_text(delta)
+                        crash.reach("reply.delta")
                     elif isinstance(event, ToolCall):
                         pending.append(event)
                     elif isinstance(event, Finished):
@@ -402,6 +447,7 @@ class Assistant:
         if usage.cost_usd is not None:  # reported by Claude Code
             meta["cost_usd"] = round(usage.cost_usd, 6)
         meta["reply_to"] = user_turn.id
+        crash.reach("reply.record")
         if self.rt.assistant_name is not None:
             meta["assistant"] = self.rt.assistant_name
         turn_usage = ledger.Usage(**usage.counts())

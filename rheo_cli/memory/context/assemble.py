@@ -142,6 +142,7 @@ def assemble(
     before_turn_id: int | None = None,
     budget: int | None = None,
     assistant: str | None = None,
+    tolerant: bool = False,
 ) -> Context:
     """Assemble the injected context for ``message`` at ``now`` (aware datetime).
 
@@ -152,13 +153,22 @@ def assemble(
     ``now``'s time zone. ``assistant`` names the assistant the message is for: its facts and
     the shared ones are injected, its own winning on a topic (None: shared facts only).
     Reads only; never raises for an empty store.
+
+    ``tolerant`` (a chat turn): a part of the store that cannot be read leaves its section
+    out and adds one note naming what was left out, instead of raising.
     """
     limit = settings.budget_tokens if budget is None else max(0, budget)
-    if session_id is None:
-        active = active_session(conn, profile, now, settings.gap_s)
-        session_id = active.id if active else None
-    elif before_turn_id is None:
-        get_session(conn, profile, session_id)
+    unreadable: dict[str, str] | None = {} if tolerant else None
+    try:
+        if session_id is None:
+            active = active_session(conn, profile, now, settings.gap_s)
+            session_id = active.id if active else None
+        elif before_turn_id is None:
+            get_session(conn, profile, session_id)
+    except sqlite3.DatabaseError as exc:
+        if unreadable is None:
+            raise
+        unreadable[CURRENT_SESSION] = " ".join(str(exc).split())[:160]
     tz: tzinfo | None = now.tzinfo
     candidates = sources.collect(
         conn,
@@ -171,6 +181,7 @@ def assemble(
         before_turn_id=before_turn_id,
         budget=limit,
         assistant=assistant,
+        unreadable=unreadable,
     )
     kept = budgeting.allocate(candidates, limit, PREAMBLES)
     sections = [
@@ -185,6 +196,13 @@ def assemble(
     ]
     ctx = Context(sections=sections, message=message, budget=limit, session_id=session_id)
     _enforce(ctx)
+    if unreadable:
+        names = ", ".join(n.lower() for n in ORDER if n in unreadable)
+        reason = next(iter(unreadable.values()))
+        ctx.notes.append(
+            f"memory partly unreadable ({names}: {reason}); answering with what could be "
+            "read; 'rheo doctor' checks the store"
+        )
     if ctx.message_tokens > limit:
         window = (
             " and maybe more than the model's context window"

@@ -7,7 +7,9 @@ stored text cannot forge a header, and each carries its source row and the turns
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, tzinfo
+from typing import TypeVar
 
 from ..facts import hotcache
 from ..facts import items as item_store
@@ -27,13 +29,14 @@ from ..retrieval.lines import (
 )
 from ..retrieval.query import Query, analyse
 from ..retrieval.relevance import COVERAGE_WEIGHT, Scorer
-from ..store.errors import NotFound
+from ..store.errors import EngineError, NotFound
 from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
 from ..text.tokens import estimate
 from .knowledge import knowledge_lines
 
+T = TypeVar("T")
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
 PREVIOUS_SHARE = 0.2
@@ -55,35 +58,67 @@ def collect(
     before_turn_id: int | None,
     budget: int,
     assistant: str | None = None,
+    unreadable: dict[str, str] | None = None,
 ) -> dict[str, list[Line]]:
     """Candidate lines for every section, keyed by section name (see `context.ORDER`).
 
     Facts and open items are those ``assistant`` sees (`facts.scope`: the shared ones plus its
     own, its own winning on a topic; None: the shared ones only), read through the hot cache
-    when one is installed (`facts.hotcache`)."""
-    active = hotcache.active_items(conn, profile, assistant=assistant)
+    when one is installed (`facts.hotcache`).
+
+    A section whose part of the store cannot be read (a damaged index, a missing table, a
+    corrupt row) comes back empty, and ``unreadable`` (when given) gets section -> reason:
+    memory never stops the chat. Without ``unreadable`` such errors are raised."""
+
+    def guarded(section: str, read: Callable[[], T], empty: T) -> T:
+        if unreadable is None:
+            return read()
+        try:
+            return read()
+        except (sqlite3.DatabaseError, EngineError, ValueError, TypeError, KeyError) as exc:
+            unreadable.setdefault(section, " ".join(str(exc).split())[:160] or type(exc).__name__)
+            return empty
+
+    no_items: list[item_store.MemoryItem] = []
+    none: list[Line] = []
+    active = guarded(
+        CURRENT_MEMORY,
+        lambda: hotcache.active_items(conn, profile, assistant=assistant),
+        no_items,
+    )
     query = analyse(message, now)
     out = {
-        OPEN_ITEMS: open_item_lines(active, now, tz, budget),
-        EPISODIC: previous_end_lines(conn, profile, session_id, tz, settings, budget)
-        + episodic_lines(conn, profile, tz, settings, budget),
-        CURRENT_MEMORY: memory_lines(
-            conn,
-            profile,
-            active,
-            message,
-            now,
-            tz,
-            settings,
-            budget,
-            query=query,
-            assistant=assistant,
+        OPEN_ITEMS: guarded(OPEN_ITEMS, lambda: open_item_lines(active, now, tz, budget), none),
+        EPISODIC: guarded(
+            EPISODIC,
+            lambda: previous_end_lines(conn, profile, session_id, tz, settings, budget),
+            none,
+        )
+        + guarded(EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget), none),
+        CURRENT_MEMORY: guarded(
+            CURRENT_MEMORY,
+            lambda: memory_lines(
+                conn,
+                profile,
+                active,
+                message,
+                now,
+                tz,
+                settings,
+                budget,
+                query=query,
+                assistant=assistant,
+            ),
+            none,
         ),
         CURRENT_SESSION: [],
     }
     if session_id is not None:
-        out[CURRENT_SESSION] = session_lines(
-            conn, profile, session_id, before_turn_id, tz, settings, budget
+        sid = session_id
+        out[CURRENT_SESSION] = guarded(
+            CURRENT_SESSION,
+            lambda: session_lines(conn, profile, sid, before_turn_id, tz, settings, budget),
+            none,
         )
     skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
     # The previous session's end stands for its turns only where it shows them whole: a turn
@@ -102,18 +137,22 @@ def collect(
         for line in out[EPISODIC]
         if line.source.startswith("digest:")
     }
-    out[RELEVANT_HISTORY] = relevant.collect(
-        conn,
-        profile=profile,
-        message=message,
-        query=query,
-        now=now,
-        tz=tz,
-        budget=budget,
-        skip_turns=skip_turns,
-        skip_digests=skip_digests,
+    out[RELEVANT_HISTORY] = guarded(
+        RELEVANT_HISTORY,
+        lambda: relevant.collect(
+            conn,
+            profile=profile,
+            message=message,
+            query=query,
+            now=now,
+            tz=tz,
+            budget=budget,
+            skip_turns=skip_turns,
+            skip_digests=skip_digests,
+        ),
+        none,
     )
-    out[KNOWLEDGE] = knowledge_lines(conn, profile, query)
+    out[KNOWLEDGE] = guarded(KNOWLEDGE, lambda: knowledge_lines(conn, profile, query), none)
     return out
 
 

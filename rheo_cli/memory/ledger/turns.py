@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import pgsearch
+from ..store import crash
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.pg import dialect
@@ -190,6 +191,7 @@ def append_turn(
             ),
         )
         turn_id = cur.lastrowid
+        crash.reach("turn.append")
     assert turn_id is not None
     turn = Turn(
         id=turn_id,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import cast
 
 from .errors import StoreError
-from .migrations import migrate
+from .migrations import migrate, refuse_newer
 
 BUSY_TIMEOUT_S = 30.0
 """How long (seconds) a connection waits for another process's write lock before failing."""
@@ -49,6 +49,9 @@ def open_store(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> 
     conn.row_factory = sqlite3.Row
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        # Before anything that could write (the journal mode is in the file's header): a
+        # database from a newer rheo is left byte for byte as it was.
+        refuse_newer(conn)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode.lower() != "wal":
             raise StoreError(f"cannot switch {db_path} to WAL mode (got {mode})")

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from . import crash
 from .errors import StoreError
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -461,18 +462,25 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
+def refuse_newer(conn: sqlite3.Connection) -> None:
+    """Raise StoreError if the database was written by a newer rheo (a higher schema
+    version than `SCHEMA_VERSION`); reads only."""
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"the database has schema version {current}, newer than this rheo "
+            f"({SCHEMA_VERSION}); upgrade rheo to use it (it was left untouched)"
+        )
+
+
 def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> list[str]:
     """Apply pending migrations up to ``target``; return the names applied (maybe none).
 
     Raises StoreError if the database is newer than this rheo knows.
     """
     applied: list[str] = []
+    refuse_newer(conn)
     current = schema_version(conn)
-    if current > SCHEMA_VERSION:
-        raise StoreError(
-            f"the database has schema version {current}, newer than this rheo "
-            f"({SCHEMA_VERSION}); upgrade rheo"
-        )
     while current < target:
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -487,6 +495,7 @@ def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> list[s
                 (current + 1, step.__name__, datetime.now(UTC).isoformat(timespec="seconds")),
             )
             conn.execute(f"PRAGMA user_version = {current + 1}")
+            crash.reach("migrate.step")
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

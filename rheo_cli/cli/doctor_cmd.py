@@ -1,0 +1,252 @@
+"""``rheo doctor``: is the store sound, private and usable? ``--repair`` fixes what it can.
+
+Checks: the database opens and its schema version, SQLite's integrity check, every FTS5 index
+against its table, missing tables, file permissions (0600 files, 0700 folders), the config
+file, that an API key is set (never its value), and pending and failed jobs. Exit 0 when
+healthy, 1 with the list of problems.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import ExitStatus
+from ..ui.output import print_json, safe
+from .errors import command
+from .options import Json, Profile
+
+
+@dataclass
+class Check:
+    """One check's outcome: ``ok`` False is a problem; ``detail`` is one line."""
+
+    name: str
+    ok: bool
+    detail: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"name", "ok", "detail"}``."""
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+def _private_problems(home: Path) -> list[str]:
+    """rheo's files and folders under ``home`` readable by others than their owner."""
+    found: list[str] = []
+    if not home.exists():
+        return found
+    for path in [home, *sorted(home.rglob("*"))]:
+        try:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+        except OSError:
+            continue
+        if path.is_symlink():
+            continue
+        want = 0o700 if path.is_dir() else 0o600
+        if mode & 0o077:
+            found.append(f"{path} is {mode:04o}, should be {want:04o}")
+    return found
+
+
+def _fix_private(home: Path) -> int:
+    fixed = 0
+    for path in [home, *sorted(home.rglob("*"))] if home.exists() else []:
+        if path.is_symlink():
+            continue
+        try:
+            mode = stat.S_IMODE(path.lstat().st_mode)
+            if mode & 0o077:
+                os.chmod(path, mode & 0o700)
+                fixed += 1
+        except OSError:
+            continue
+    return fixed
+
+
+def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str]]:
+    """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
+    from .. import clock
+    from .. import config as config_mod
+    from ..errors import RheoError
+    from ..memory import jobs
+    from ..memory.ledger import closing
+    from ..memory.store import db, health
+    from ..memory.store.errors import StoreError
+    from ..memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
+    from ..memory.store.profiles import DEFAULT_PROFILE
+    from ..memory.store.timeutil import to_stored
+    from ..paths import resolve
+    from ..providers.anthropic_api import has_credentials
+
+    name = profile or os.environ.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
+    paths = resolve(name)
+    checks: list[Check] = []
+    repaired: list[str] = []
+
+    gap_s = 2 * 3600.0
+    try:
+        cfg = config_mod.load(paths.config)
+        gap_s = cfg.engine.gap_s
+        where = str(paths.config) if paths.config.exists() else "no config.toml: defaults"
+        checks.append(Check("config", True, where))
+    except RheoError as exc:
+        checks.append(Check("config", False, str(exc)))
+
+    try:  # whichever provider is configured or found; no key's value is ever shown
+        from .. import runtime
+
+        guidance = runtime.build(profile=name).provider_ready()
+        ready = guidance is None
+        detail = "a chat provider is configured" if ready else str(guidance).splitlines()[0]
+    except RheoError:  # a broken config is reported above: look for Anthropic's key alone
+        ready = has_credentials()
+        detail = (
+            "ANTHROPIC_API_KEY is set"
+            if ready
+            else "neither ANTHROPIC_API_KEY nor ANTHROPIC_AUTH_TOKEN is set"
+        )
+    checks.append(Check("api key", ready, detail))
+
+    if repair and (count := _fix_private(paths.home)):
+        repaired.append(f"permissions of {count} file(s) or folder(s) set to owner-only")
+    loose = _private_problems(paths.home)
+    checks.append(
+        Check("permissions", not loose, "; ".join(loose[:5]) or "files 0600, folders 0700")
+    )
+
+    if not paths.db.exists():
+        checks.append(Check("database", True, f"{paths.db} not created yet"))
+        return checks, repaired
+    try:
+        conn = db.open_store(paths.db, migrate_schema=False)
+    except StoreError as exc:
+        checks.append(Check("database", False, str(exc)))
+        return checks, repaired
+    try:
+        version = schema_version(conn)
+        if repair and version < SCHEMA_VERSION:
+            try:
+                migrate(conn)
+                repaired.append(f"schema upgraded from version {version} to {SCHEMA_VERSION}")
+                version = schema_version(conn)
+            except Exception as exc:  # noqa: BLE001 - reported as the check's detail
+                repaired.append(f"schema upgrade failed: {exc}")
+        if version > SCHEMA_VERSION:
+            detail = f"version {version} is newer than this rheo ({SCHEMA_VERSION}): upgrade rheo"
+        elif version < SCHEMA_VERSION:
+            detail = f"version {version} of {SCHEMA_VERSION}: any rheo command upgrades it"
+        else:
+            detail = f"version {version}"
+        checks.append(Check("schema", version == SCHEMA_VERSION, detail))
+
+        problems = health.integrity_problems(conn)
+        checks.append(Check("integrity", not problems, "; ".join(problems) or "ok"))
+
+        missing = [t for t in health.missing_tables(conn) if t not in health.FTS_INDEXES]
+        checks.append(
+            Check(
+                "tables",
+                not missing,
+                f"missing: {', '.join(missing)}" if missing else "all present",
+            )
+        )
+
+        if repair:
+            broken = health.fts_problems(conn)
+            if broken:
+                try:
+                    health.rebuild_indexes(conn, list(broken))
+                    repaired.append(f"rebuilt {', '.join(broken)} from their tables")
+                except Exception as exc:  # noqa: BLE001 - reported below
+                    repaired.append(f"could not rebuild the search indexes: {exc}")
+        fts = health.fts_problems(conn)
+        checks.append(
+            Check(
+                "search indexes",
+                not fts,
+                "; ".join(f"{k}: {v}" for k, v in fts.items()) or "consistent with their tables",
+            )
+        )
+
+        if not missing:
+            if repair:
+                queued = 0
+                try:
+                    now = clock.from_env()()
+                except RheoError:
+                    now = datetime.now(UTC)
+                closed_before = to_stored(now - timedelta(seconds=gap_s))
+                for prof in closing.profiles_with_sessions(conn):
+                    for session_id in jobs.sessions_awaiting_digest(
+                        conn, profile=prof, closed_before=closed_before
+                    ):
+                        queued += jobs.enqueue(
+                            conn,
+                            profile=prof,
+                            kind="digest",
+                            ref_id=session_id,
+                            ts=to_stored(now),
+                        )
+                if queued:
+                    repaired.append(f"queued {queued} missing digest(s)")
+            counts = jobs.status_counts(conn)
+            failed = counts.get("failed", 0)
+            waiting = counts.get("pending", 0) + counts.get("running", 0)
+            detail = f"{waiting} pending, {failed} failed"
+            if failed:
+                detail += " ('rheo maintain --retry-failed' re-queues failed jobs)"
+            checks.append(Check("jobs", failed == 0, detail))
+    finally:
+        conn.close()
+    return checks, repaired
+
+
+@command
+def doctor(
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Rebuild search indexes from their tables, queue missing digests, make "
+            "files private. Never changes the ledger's content.",
+        ),
+    ] = False,
+    json_out: Json = False,
+    profile: Profile = None,
+) -> None:
+    """Check the store: integrity, search indexes, permissions, config, API key, jobs,
+    schema version. Exit 0 when healthy, 1 with the list of problems.
+
+    \b
+    Examples:
+      rheo doctor
+      rheo doctor --repair
+    """
+    from .state import GLOBAL
+
+    checks, repaired = run_checks(profile if profile is not None else GLOBAL.profile, repair)
+    healthy = all(c.ok for c in checks)
+    if json_out:
+        print_json(
+            {"healthy": healthy, "checks": [c.to_json() for c in checks], "repaired": repaired}
+        )
+    else:
+        for line in repaired:
+            print(f"repaired  {safe(line)}")
+        for c in checks:
+            print(f"{'ok' if c.ok else 'PROBLEM':<9} {c.name}: {safe(c.detail)}")
+        problems = [c for c in checks if not c.ok]
+        if problems:
+            sys.stdout.flush()
+            sys.stderr.write(
+                f"rheo: {len(problems)} problem(s): {', '.join(c.name for c in problems)}\n"
+            )
+    if not healthy:
+        raise typer.Exit(int(ExitStatus.ERROR))
