@@ -229,8 +229,15 @@ def doctor(
       rheo doctor
       rheo doctor --repair
     """
-    from .state import GLOBAL
+    from .state import GLOBAL, runtime_for
 
+    if runtime_for(profile).store_url:
+        from ..errors import UsageError
+
+        raise UsageError(
+            "rheo doctor checks the SQLite store; on PostgreSQL use the server's own tools "
+            "(rheo providers still checks the model providers)"
+        )
     checks, repaired = run_checks(profile if profile is not None else GLOBAL.profile, repair)
     healthy = all(c.ok for c in checks)
     if json_out:
