@@ -123,13 +123,15 @@ def test_repl_answers_through_a_missing_table(api, home, rheo, monkeypatch):
 
 
 def _full_disk():
-    """In the child: the filesystem refuses to grow any file past 64 KiB (EFBIG, as SQLite
-    sees a full disk), without killing the process."""
+    """In the child: the filesystem refuses to write any file past 4 KiB (EFBIG, as SQLite
+    sees a full disk), without killing the process. 4 KiB, not more: after a checkpoint the
+    WAL is written again from its start, and a larger limit would let a small transaction
+    through."""
     import resource
     import signal
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
 
 def test_background_work_on_a_full_disk_fails_cleanly_and_the_chat_goes_on(
