@@ -229,11 +229,16 @@ def doctor(
       rheo doctor
       rheo doctor --repair
     """
+    import os
+
+    from ..errors import RheoError, UsageError
     from .state import GLOBAL, runtime_for
 
-    if runtime_for(profile).store_url:
-        from ..errors import UsageError
-
+    try:
+        on_postgres = bool(runtime_for(profile).store_url)
+    except RheoError:  # a broken config is one of the things doctor reports
+        on_postgres = bool(os.environ.get("RHEO_DATABASE_URL", "").strip())
+    if on_postgres:
         raise UsageError(
             "rheo doctor checks the SQLite store; on PostgreSQL use the server's own tools "
             "(rheo providers still checks the model providers)"
