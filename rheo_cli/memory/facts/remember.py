@@ -240,39 +240,20 @@ def remember(
         if relation != "done":
             for old in active:
                 if equivalent(old.label, old.properties, fact.label, fact.properties):
-                    if source_turn_id is not None and _mentioned_in(conn, old.id, source_turn_id):
-                        # One turn reinforces a fact once, however often it is read (retries,
-                        # extraction and digest of the same exchange).
-                        return Outcome(
-                            "skipped", old, note=f"turn #{source_turn_id} already counted"
-                        )
-                    item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
-                    return Outcome("reinforced", item, note="; ".join(notes))
+                    return _repeat(conn, old, fact, ts, source, source_turn_id, settings, notes)
             if not active:
                 # The same fact under another topic name (the person's "remember that ..."
                 # and the model's write_memory name topics differently): a repeat, not a copy.
                 for old in _same_content(conn, profile, fact, assistant):
-                    if source_turn_id is not None and _mentioned_in(conn, old.id, source_turn_id):
-                        return Outcome(
-                            "skipped", old, note=f"turn #{source_turn_id} already counted"
-                        )
-                    item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
                     notes.append(f"the same fact as #{old.id} (topic {old.topic})")
-                    return Outcome("reinforced", item, note="; ".join(notes))
+                    return _repeat(conn, old, fact, ts, source, source_turn_id, settings, notes)
             if assistant is not None and not active:
                 # An assistant's fact that only repeats the shared one: the shared one is
                 # reinforced rather than shadowed by a copy.
                 for old in _on_topic(conn, profile, fact.topic, None):
                     if equivalent(old.label, old.properties, fact.label, fact.properties):
-                        if source_turn_id is not None and _mentioned_in(
-                            conn, old.id, source_turn_id
-                        ):
-                            return Outcome(
-                                "skipped", old, note=f"turn #{source_turn_id} already counted"
-                            )
-                        item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
                         notes.append(f"the same as shared #{old.id}")
-                        return Outcome("reinforced", item, note="; ".join(notes))
+                        return _repeat(conn, old, fact, ts, source, source_turn_id, settings, notes)
         if relation == "same":
             notes.append(f"said to repeat #{active[0].id} but differs in meaning: a change")
         if guarded:
@@ -331,6 +312,25 @@ def remember(
         evicted=tuple(evicted),
         note="; ".join(notes),
     )
+
+
+def _repeat(
+    conn: sqlite3.Connection,
+    old: MemoryItem,
+    fact: Fact,
+    ts: str,
+    source: str,
+    source_turn_id: int | None,
+    settings: Settings,
+    notes: list[str],
+) -> Outcome:
+    """``fact`` is ``old`` said again: reinforce it, unless this turn already counted (one
+    turn reinforces a fact once, however often it is read: retries, extraction and digest of
+    the same exchange)."""
+    if source_turn_id is not None and _mentioned_in(conn, old.id, source_turn_id):
+        return Outcome("skipped", old, note=f"turn #{source_turn_id} already counted")
+    item = _reinforce(conn, old, fact, ts, source, source_turn_id, settings)
+    return Outcome("reinforced", item, note="; ".join(notes))
 
 
 def _same_content(
