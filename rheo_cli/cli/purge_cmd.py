@@ -70,8 +70,9 @@ def purge(
     """Erase for good: a turn, a session, a memory item, or a whole profile.
 
     Unlike 'memory forget', nothing is kept: the content leaves the tables, the search
-    indexes and the file itself (freed space is overwritten and the file compacted). What was
-    learnt from a purged turn goes with it. A tombstone records what was erased and when.
+    indexes and the file itself (freed space is overwritten and the file compacted; on
+    PostgreSQL the touched tables are rewritten). What was learnt from a purged turn goes
+    with it. A tombstone records what was erased and when.
 
     \b
     Examples:
@@ -95,10 +96,6 @@ def purge(
         if not 1 <= ref_id <= MAX_ID:
             raise UsageError(f"no {what} #{ref_id}")
     rt = runtime_for(profile)
-    if rt.store_url:
-        raise UsageError(
-            "rheo purge works on the SQLite store; on PostgreSQL it is not available yet"
-        )
     target = engine.plan(rt.conn, profile=rt.profile, what=what, ref_id=ref_id)
     typed = {
         t.content for t in ledger.get_turns(rt.conn, rt.profile, target.turns) if t.role == "user"
@@ -125,7 +122,13 @@ def purge(
         return
     counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in done.counts.items() if n)
     echo(f"purged {done.ref} of profile {rt.profile}: {counts or 'nothing else'}")
-    if not done.vacuumed or not done.wal_truncated:
+    if rt.store_url:
+        if not done.vacuumed:
+            say_error(
+                "note: another session was using a table (or held an older transaction), so "
+                "the table files were not all rewritten yet; the next purge rewrites them"
+            )
+    elif not done.vacuumed or not done.wal_truncated:
         say_error(
             "note: another process holds the database, so the file could not be compacted "
             "yet; freed space is overwritten, and the next purge compacts it"
