@@ -175,7 +175,10 @@ def _import_batches(
                     (first_new,),
                 )
                 conn.execute("DELETE FROM fts_deferred")
-            last_id = conn.execute("SELECT max(id) FROM turns").fetchone()[0]
+            last_id = conn.execute(  # on PostgreSQL: never another tenant's, even unbound
+                "SELECT max(id) FROM turns" + (" WHERE profile = ?" if pg else ""),
+                (profile,) if pg else (),
+            ).fetchone()[0]
         done.turns += len(batch)
         done.last_id = last_id
         if done.first_id is None:

@@ -6,8 +6,9 @@ query it stands in for (``rank``/``score`` lower is better, as FTS5's bm25: here
 the same way. Words come from `text.fts.terms` (FTS5 strings); `tsquery` turns them into
 ``phraseto_tsquery`` / prefix ``to_tsquery`` calls on the ``english`` configuration (stemming
 like FTS5's porter tokenizer), so any text a person types is a safe query here too.
-Row-level security already limits every query to the connection's tenant; the profile
-filter is kept anyway, as in every engine query.
+Row-level security already limits every query to the connection's tenant; every query here
+names the profile too, as every engine query does, so a connection that row-level security
+does not bind (a superuser, a role with BYPASSRLS) still reads one profile's rows.
 """
 
 from __future__ import annotations
@@ -57,11 +58,16 @@ def search_turns(
     more than ``ranked_max`` of the newest turns match (the caller lists the newest matches,
     `newest_turn_matches`, instead of ranking them all)."""
     q, params = tsquery(terms, "||" if any_term else "&&")
-    newest = int(conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
+    newest = int(
+        conn.execute(
+            "SELECT coalesce(max(id), 0) FROM turns WHERE profile = ?", (profile,)
+        ).fetchone()[0]
+    )
     cutoff = max(0, newest - window)
     probe = conn.execute(
-        f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE fts @@ {q} AND id > ? LIMIT ?) s",
-        (*params, cutoff, ranked_max + 1),
+        f"SELECT count(*) FROM (SELECT 1 FROM turns WHERE fts @@ {q} AND id > ? "
+        "AND profile = ? LIMIT ?) s",
+        (*params, cutoff, profile, ranked_max + 1),
     ).fetchone()[0]
     if int(probe) > ranked_max:
         return [], True
@@ -90,31 +96,39 @@ def newest_turn_matches(
     ).fetchall()
 
 
-def cjk_turn_ids(conn: sqlite3.Connection, run: str, limit: int) -> list[int]:
-    """Ids of turns containing ``run`` (three or more CJK characters; the trigram index),
-    newest first."""
+def cjk_turn_ids(conn: sqlite3.Connection, profile: str, run: str, limit: int) -> list[int]:
+    """Ids of ``profile``'s turns containing ``run`` (three or more CJK characters; the
+    trigram index), newest first."""
     pattern = "%" + run.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = conn.execute(
-        f"SELECT id FROM turns WHERE {CJK_MATCH} AND content LIKE ? ORDER BY id DESC LIMIT ?",
-        (pattern, limit),
+        f"SELECT id FROM turns WHERE {CJK_MATCH} AND content LIKE ? AND profile = ? "
+        "ORDER BY id DESC LIMIT ?",
+        (pattern, profile, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]
 
 
-def word_turn_ids(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[int]:
-    """Ids of turns holding any of ``terms`` (the word's postings), at most ``limit``."""
+def word_turn_ids(
+    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
+) -> list[int]:
+    """Ids of ``profile``'s turns holding any of ``terms`` (the word's postings), at most
+    ``limit``."""
     q, params = tsquery(terms)
     rows = conn.execute(
-        f"SELECT id FROM turns WHERE fts @@ {q} LIMIT ?", (*params, limit)
+        f"SELECT id FROM turns WHERE fts @@ {q} AND profile = ? LIMIT ?",
+        (*params, profile, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]
 
 
-def newest_word_turn_ids(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[int]:
-    """Ids of the newest turns holding any of ``terms``."""
+def newest_word_turn_ids(
+    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
+) -> list[int]:
+    """Ids of ``profile``'s newest turns holding any of ``terms``."""
     q, params = tsquery(terms)
     rows = conn.execute(
-        f"SELECT id FROM turns WHERE fts @@ {q} ORDER BY id DESC LIMIT ?", (*params, limit)
+        f"SELECT id FROM turns WHERE fts @@ {q} AND profile = ? ORDER BY id DESC LIMIT ?",
+        (*params, profile, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]
 

@@ -116,17 +116,21 @@ def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | Non
             raise NotFound(f"no turn #{ref_id} in profile {profile!r}")
         turns = [ref_id]
         touched = found
-        left = _ids(conn, "SELECT count(*) FROM turns WHERE session_id = ?", found)[0] - 1
+        left = _ids(conn, "SELECT count(*) FROM turns WHERE session_id = ? AND profile = ?",
+                    [*found, profile])[0] - 1  # fmt: skip
         emptied = found if left == 0 else []
     else:
         if not _ids(
             conn, "SELECT id FROM sessions WHERE id = ? AND profile = ?", [ref_id, profile]
         ):
             raise NotFound(f"no session #{ref_id} in profile {profile!r}")
-        turns = _ids(conn, "SELECT id FROM turns WHERE session_id = ? ORDER BY id", [ref_id])
+        turns = _ids(conn, "SELECT id FROM turns WHERE session_id = ? AND profile = ? ORDER BY id",
+                     [ref_id, profile])  # fmt: skip
         touched = emptied = [ref_id]
-    items = _in(conn, "SELECT id FROM memory_items WHERE source_turn_id IN ({ids})", turns)
-    digests = _in(conn, "SELECT id FROM digests WHERE session_id IN ({ids})", touched)
+    items = _in(conn, "SELECT id FROM memory_items WHERE source_turn_id IN ({ids}) "
+                "AND profile = ?", turns, profile)  # fmt: skip
+    digests = _in(conn, "SELECT id FROM digests WHERE session_id IN ({ids}) AND profile = ?",
+                  touched, profile)  # fmt: skip
     return Target(what, profile, ref_id, turns, emptied, touched, items, digests)
 
 

@@ -352,10 +352,9 @@ def profile_size(conn: sqlite3.Connection, profile: str) -> int:
 
 
 def term_frequency(conn: sqlite3.Connection, profile: str, term: str, cap: int) -> list[int]:
-    """Rowids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``.
-    On PostgreSQL the tenant's row-level security scopes the read."""
+    """Rowids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``."""
     if dialect(conn) == "postgres":
-        return pgsearch.word_turn_ids(conn, [term], cap)
+        return pgsearch.word_turn_ids(conn, profile, [term], cap)
     plain = conn.cursor()
     plain.row_factory = None
     plain.execute(
@@ -370,7 +369,7 @@ def newest_matching(conn: sqlite3.Connection, profile: str, expr: str, limit: in
     by OR), newest first."""
     if dialect(conn) == "postgres":
         terms = re.findall(r'"(?:[^"]|"")*"\*?', expr)
-        return pgsearch.newest_word_turn_ids(conn, terms, limit)
+        return pgsearch.newest_word_turn_ids(conn, profile, terms, limit)
     plain = conn.cursor()
     plain.row_factory = None
     plain.execute(
@@ -437,7 +436,7 @@ def _cjk_search(
     plain.row_factory = None
     for run in dict.fromkeys(runs):
         if len(run) >= 3 and dialect(conn) == "postgres":
-            found = set(pgsearch.cjk_turn_ids(conn, run, 5000))
+            found = set(pgsearch.cjk_turn_ids(conn, profile, run, 5000))
             ids = found if ids is None else ids & found
             continue
         if len(run) >= 3:
