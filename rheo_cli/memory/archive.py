@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from .store import crash
-from .store.db import ensure_private_dir, write
+from .store.db import write
 from .store.errors import InvalidInput, StoreError
+from .store.private_file import new_private_file
 from .store.timeutil import from_stored, to_stored
 
 FORMAT = "rheo-export"
@@ -36,37 +37,32 @@ KINDS = ("session", "turn", "digest", "memory_item", "memory_event")
 def backup(conn: sqlite3.Connection, dest: str | os.PathLike[str]) -> int:
     """Copy the database to ``dest`` (a new file, mode 0600, its folder created 0700) with the
     online backup API; returns the size in bytes. The copy is a single file (rollback
-    journal, no -wal) and passes ``PRAGMA integrity_check``.
+    journal, no -wal) and passes ``PRAGMA integrity_check``. It is written beside ``dest``
+    and takes that name only once complete (`private_file`): ``dest`` never exists
+    half-written.
 
     Raises StoreError when ``dest`` exists or cannot be written, or the copy is not sound.
     """
     path = Path(dest)
     if path.exists():
         raise StoreError(f"{path} already exists: choose a new file for the backup")
-    try:
-        ensure_private_dir(path.parent)
-        old = os.umask(0o077)
+    with new_private_file(path) as partial:
         try:
-            path.touch(mode=0o600, exist_ok=False)
+            target = sqlite3.connect(partial, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the backup {path}: {exc}") from exc
+        try:
+            # One step: the whole copy reads one snapshot, so writers elsewhere never restart it.
+            conn.backup(target, pages=-1)
+            crash.reach("backup.copy")
+            target.execute("PRAGMA journal_mode = DELETE")
+            verdict = target.execute("PRAGMA integrity_check").fetchone()[0]
+            if verdict != "ok":
+                raise StoreError(f"the backup {path} failed its integrity check: {verdict}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write the backup {path}: {exc}") from exc
         finally:
-            os.umask(old)
-        target = sqlite3.connect(path, isolation_level=None)
-    except (OSError, sqlite3.Error) as exc:
-        raise StoreError(f"cannot write the backup {path}: {exc}") from exc
-    try:
-        # One step: the whole copy reads one snapshot, so writers elsewhere never restart it.
-        conn.backup(target, pages=-1)
-        crash.reach("backup.copy")
-        target.execute("PRAGMA journal_mode = DELETE")
-        verdict = target.execute("PRAGMA integrity_check").fetchone()[0]
-        if verdict != "ok":
-            raise StoreError(f"the backup {path} failed its integrity check: {verdict}")
-    except sqlite3.Error as exc:
-        target.close()
-        path.unlink(missing_ok=True)
-        raise StoreError(f"cannot write the backup {path}: {exc}") from exc
-    target.close()
-    os.chmod(path, 0o600)
+            target.close()
     return path.stat().st_size
 
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import netguard
 from fakeapi import text
-from helpers import REPO, db_rows, facts_reply, route
+from helpers import REPO, db_rows, facts_reply, route, run_rheo
 
 T0 = datetime.fromisoformat("2026-08-20T18:00:00+02:00")
 
@@ -240,3 +240,61 @@ def test_a_bad_time_is_refused_before_anything_is_imported(rheo, api, monkeypatc
         if (fresh / "rheo.db").exists():
             assert db_rows(fresh, "SELECT count(*) FROM turns")[0][0] == 0
     assert rheo("history", "recent").exit_code == 0  # the store is still usable
+
+
+def test_the_knowledge_base_is_exported_and_imported(rheo, api, monkeypatch, tmp_path):
+    seed(rheo, api, monkeypatch)
+    doc = tmp_path / "pricing.md"
+    doc.write_text("# Pricing\n\n## Refunds\n\nRefunds within 30 days.\n")
+    assert rheo("kb", "add", str(doc)).exit_code == 0
+    doc.write_text("# Pricing\n\n## Refunds\n\nRefunds within 45 days.\n")
+    assert rheo("kb", "add", str(doc)).exit_code == 0
+    first = rheo("export", "--all")
+    assert first.exit_code == 0, first.stderr
+    lines = [json.loads(ln) for ln in first.stdout.splitlines()]
+    assert lines[0]["version"] == 2
+    assert [r["version"] for r in lines if r["type"] == "kb_document"] == [1, 2]
+    exported = tmp_path / "all.jsonl"
+    exported.write_text(first.stdout)
+    monkeypatch.setenv("RHEO_HOME", str(tmp_path / "fresh-home"))
+    result = rheo("import", str(exported), "--json")
+    assert result.exit_code == 0, result.stderr
+    added = json.loads(result.stdout)["added"]
+    assert added["kb_document"] == 2 and added["kb_chunk"] == 2
+    assert rheo("export", "--all").stdout == first.stdout
+    assert "45 days" in rheo("kb", "search", "refunds").stdout
+    listed = json.loads(rheo("kb", "list", "--all", "--json").stdout)
+    assert sorted(d["status"] for d in listed) == ["active", "replaced"]
+
+
+def test_a_backup_killed_mid_way_leaves_no_file_under_its_name(rheo, home, tmp_path):
+    assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
+    dest = tmp_path / "out" / "b.db"
+    dest.parent.mkdir()
+    env = {**os.environ, "RHEO_HOME": str(home), "RHEO_CRASH_AT": "backup.copy:1"}
+    killed = run_rheo("backup", str(dest), env=env)
+    assert killed.returncode == -9
+    assert not dest.exists()
+    left = list(dest.parent.iterdir())
+    assert [p.name.startswith(".b.db.") and p.name.endswith(".partial") for p in left] == [True]
+    done = rheo("backup", str(dest))
+    assert done.exit_code == 0, done.stderr
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600
+    copy = sqlite3.connect(dest)
+    assert copy.execute("SELECT label FROM memory_items").fetchone()[0] == "Ana likes tea"
+    copy.close()
+
+
+def test_an_export_to_a_file_appears_only_complete(rheo, home, tmp_path, monkeypatch):
+    assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
+    from rheo_cli.io import rheo_jsonl
+
+    def broken(records, out):
+        out.write("{}\n")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rheo_jsonl, "write", broken)
+    dest = tmp_path / "e.jsonl"
+    result = rheo("export", "-o", str(dest))
+    assert result.exit_code != 0
+    assert list(tmp_path.glob("*e.jsonl*")) == []
