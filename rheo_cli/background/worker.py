@@ -275,6 +275,9 @@ def _unlock(handle: IO[str]) -> None:
 
 
 def _lock_file(rt: Runtime) -> IO[str]:
+    from ..memory.store.db import ensure_private_dir
+
+    ensure_private_dir(rt.paths.home)  # on PostgreSQL nothing else may have created it
     old = os.umask(0o077)
     try:
         return open(rt.paths.home / "worker.lock", "a")  # noqa: SIM115 - caller closes

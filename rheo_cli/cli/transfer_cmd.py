@@ -17,14 +17,22 @@ from .options import Json, Profile
 from .state import runtime_for
 
 
-def _write_export(records: Iterable[dict[str, Any]], output: Path) -> int:
+def _write_export(
+    records: Iterable[dict[str, Any]], output: Path, *, point: str | None = None
+) -> int:
     """Write export records to the new file ``output`` (mode 0600), which never exists
-    half-written; returns how many records. Raises StoreError when it exists."""
+    half-written; returns how many records. ``point``: a crash point reached when every
+    record is written, before the file takes its name. Raises StoreError when it exists."""
     from ..io import rheo_jsonl
+    from ..memory.store import crash
     from ..memory.store.private_file import new_private_file
 
-    with new_private_file(output) as partial, open(partial, "w", encoding="utf-8") as out:
-        return rheo_jsonl.write(records, out)
+    with new_private_file(output) as partial:
+        with open(partial, "w", encoding="utf-8") as out:
+            count = rheo_jsonl.write(records, out)
+        if point:
+            crash.reach(point)
+        return count
 
 
 @command
@@ -64,7 +72,8 @@ def backup(
         from ..memory import exchange
 
         with exchange.snapshot(rt.conn):
-            count = _write_export(exchange.export_records(rt.conn, [rt.profile]), target)
+            records = exchange.export_records(rt.conn, [rt.profile])
+            count = _write_export(records, target, point="backup.copy")
         size = target.stat().st_size
         if json_out:
             print_json(

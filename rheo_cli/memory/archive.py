@@ -98,21 +98,35 @@ class _Keyed:
     items: dict[int, str] = field(default_factory=dict)
     events: dict[int, str] = field(default_factory=dict)
     digests: dict[int, str] = field(default_factory=dict)
+    legacy: dict[str, int] = field(default_factory=dict)
+    """Item and event keys as rheo computed them before JSON was canonical (from the stored
+    text) -> id, so files exported then are still recognised."""
+
+
+def _canonical(text: str | None) -> str:
+    """JSON text with its keys sorted, as an import writes it: a key never depends on the
+    order the engine wrote the keys in (the file itself holds them sorted)."""
+    try:
+        return json.dumps(json.loads(text or "{}"), ensure_ascii=False, sort_keys=True)
+    except ValueError:
+        return text or ""
 
 
 def _turn_base(r: sqlite3.Row) -> str:
     return "t" + _hash(r["profile"], r["ts"], r["role"], r["content"], r["model"], r["status"])
 
 
-def _item_base(r: sqlite3.Row) -> str:
+def _item_base(r: sqlite3.Row, *, legacy: bool = False) -> str:
+    properties = r["properties"] if legacy else _canonical(r["properties"])
     return "m" + _hash(
-        r["profile"], r["category"], r["topic"], r["label"], r["properties"], r["created_at"],
+        r["profile"], r["category"], r["topic"], r["label"], properties, r["created_at"],
         r["source"],
     )  # fmt: skip
 
 
-def _event_base(item_key: str, r: sqlite3.Row) -> str:
-    return "e" + _hash(item_key, r["ts"], r["kind"], r["cause"], r["data"])
+def _event_base(item_key: str, r: sqlite3.Row, *, legacy: bool = False) -> str:
+    data = r["data"] if legacy else _canonical(r["data"])
+    return "e" + _hash(item_key, r["ts"], r["kind"], r["cause"], data)
 
 
 def _keys(conn: sqlite3.Connection, profile: str) -> _Keyed:
@@ -140,18 +154,21 @@ def _keys(conn: sqlite3.Connection, profile: str) -> _Keyed:
             "SELECT id, session_id FROM digests WHERE profile = ? ORDER BY id", (profile,)
         )
     }
-    items = _Keys()
+    items, old_items = _Keys(), _Keys()
     for r in conn.execute("SELECT * FROM memory_items WHERE profile = ? ORDER BY id", (profile,)):
         items.add(r["id"], _item_base(r))
+        old_items.add(r["id"], _item_base(r, legacy=True))
     keyed.items = items.by_id
-    events = _Keys()
+    events, old_events = _Keys(), _Keys()
     for r in conn.execute(
         "SELECT id, item_id, ts, kind, cause, data FROM memory_events WHERE profile = ? "
         "ORDER BY id",
         (profile,),
     ):
         events.add(r["id"], _event_base(keyed.items[r["item_id"]], r))
+        old_events.add(r["id"], _event_base(old_items.by_id[r["item_id"]], r, legacy=True))
     keyed.events = events.by_id
+    keyed.legacy = {k: i for d in (old_items.by_id, old_events.by_id) for i, k in d.items()}
     return keyed
 
 
@@ -368,6 +385,8 @@ def import_records(
                     for d in (k.sessions, k.turns, k.items, k.events, k.digests)
                     for i, v in d.items()
                 }
+                for old, row_id in k.legacy.items():
+                    maps[profile].setdefault(old, row_id)
             known = maps[profile]
             if key in known:
                 counts.present += 1

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import netguard
 from fakeapi import text
@@ -298,3 +299,47 @@ def test_an_export_to_a_file_appears_only_complete(rheo, home, tmp_path, monkeyp
     result = rheo("export", "-o", str(dest))
     assert result.exit_code != 0
     assert list(tmp_path.glob("*e.jsonl*")) == []
+
+
+def test_a_reinforced_fact_round_trips_and_imports_once(rheo, api, monkeypatch, tmp_path):
+    """Event data and item properties are JSON the engine writes in its own key order; the
+    file holds them with sorted keys. Their keys must not depend on that order."""
+    fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
+            "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
+    route(api, chat=text("Noted."), extract=facts_reply(fact))
+    monkeypatch.setenv("RHEO_NOW", T0.isoformat())
+    assert rheo("ask", "I drive a red Volvo XC40").exit_code == 0
+    assert rheo("ask", "my Volvo XC40 is red, as I said").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    first = rheo("export").stdout
+    kinds = [json.loads(ln)["kind"] for ln in first.splitlines() if '"memory_event"' in ln]
+    assert kinds == ["created", "reinforced"]
+    exported = tmp_path / "one.jsonl"
+    exported.write_text(first)
+    assert sum(json.loads(rheo("import", str(exported), "--json").stdout)["added"].values()) == 0
+    monkeypatch.setenv("RHEO_HOME", str(tmp_path / "fresh"))
+    assert rheo("import", str(exported)).exit_code == 0
+    assert rheo("export").stdout == first
+    twice = json.loads(rheo("import", str(exported), "--json").stdout)
+    assert sum(twice["added"].values()) == 0
+
+
+def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkeypatch):
+    from rheo_cli.memory import archive
+
+    fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
+            "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
+    route(api, chat=text("Noted."), extract=facts_reply(fact))
+    monkeypatch.setenv("RHEO_NOW", T0.isoformat())
+    assert rheo("ask", "I drive a red Volvo XC40").exit_code == 0
+    assert rheo("ask", "my Volvo XC40 is red, as I said").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    now = rheo("export").stdout
+    with monkeypatch.context() as old_rheo:  # keys from the stored JSON text, as before
+        old_rheo.setattr(archive, "_canonical", lambda text: text)
+        before = rheo("export").stdout
+    assert before != now  # the engine's own key order differs from the sorted one
+    old_file = Path(os.environ["RHEO_HOME"]) / "old.jsonl"
+    old_file.write_text(before)
+    result = json.loads(rheo("import", str(old_file), "--json").stdout)
+    assert sum(result["added"].values()) == 0

@@ -39,6 +39,7 @@ def new_private_file(dest: str | os.PathLike[str]) -> Iterator[Path]:
     try:
         yield partial
         os.chmod(partial, 0o600)
+        _sync(partial)  # on disk before it has the name: a crash never leaves NAME empty
         try:
             os.link(partial, path)  # never replaces: fails if the name was taken meanwhile
         except FileExistsError:
@@ -50,3 +51,11 @@ def new_private_file(dest: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         with contextlib.suppress(FileNotFoundError):
             partial.unlink()
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,166 @@
+"""``rheo purge``, ``rheo backup``, ``rheo export``/``import`` and ``rheo doctor`` on PostgreSQL,
+end to end against a real server (``scripts/test-services start``): the same promises as on
+SQLite. Skipped without RHEO_TEST_DATABASE_URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import pg_schema_url
+from fakeapi import text
+from helpers import facts_reply, route, run_rheo
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("RHEO_TEST_DATABASE_URL"),
+    reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
+)
+
+WORD = "Xylophonequartz"
+
+
+@pytest.fixture
+def url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """rheo pointed at a fresh schema of the test server."""
+    with pg_schema_url() as u:
+        monkeypatch.setenv("RHEO_DATABASE_URL", u)
+        yield u
+
+
+def admin_rows(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    """Rows read by a superuser connection (row-level security does not bind it)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as a:
+        return a.execute(sql, args).fetchall()
+
+
+def seed(rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """default: a question with WORD and a fact learnt from it, another question; work: a
+    question with WORD too."""
+    route(
+        api,
+        chat=text("Noted."),
+        extract=facts_reply(
+            {"category": "fact", "topic": "plan", "label": f"Plans {WORD}", "confidence": 0.9}
+        ),
+    )
+    monkeypatch.setenv("RHEO_NOW", "2026-04-01T09:00:00+00:00")
+    assert rheo("ask", f"my {WORD} plan").exit_code == 0
+    assert rheo("ask", "something else").exit_code == 0
+    assert rheo("-p", "work", "ask", f"work's {WORD} notes").exit_code == 0
+    result = rheo("maintain")
+    assert result.exit_code == 0, result.stderr
+
+
+def test_purge_on_postgres_erases_the_turn_and_what_was_learnt_from_it(rheo, api, url,
+                                                                       monkeypatch):  # fmt: skip
+    seed(rheo, api, monkeypatch)
+    assert admin_rows(url, "SELECT count(*) FROM memory_items WHERE profile = 'default'") == [(1,)]
+    work_before = admin_rows(url, "SELECT id, content FROM turns WHERE profile = 'work'")
+    first = admin_rows(url, "SELECT min(id) FROM turns WHERE profile = 'default'")[0][0]
+    refused = rheo("purge", "turn", str(first))  # no terminal, no --yes
+    assert refused.exit_code == 2 and "--yes" in refused.stderr
+    result = rheo("purge", "turn", str(first), "--yes", "--json")
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["counts"]["turns"] == 1 and out["counts"]["memory_items"] == 1
+    assert out["vacuumed"] is True
+    assert rheo("history", "search", WORD).stdout.strip() == "(no turns)"
+    assert rheo("memory", "list", "--all", "--json").stdout.strip() == "[]"
+    assert admin_rows(url, "SELECT what, ref_id, profile FROM purges") == [
+        ("turn", first, "default")
+    ]
+    # The other tenant is untouched and still finds its own.
+    assert admin_rows(url, "SELECT id, content FROM turns WHERE profile = 'work'") == work_before
+    assert WORD in rheo("-p", "work", "history", "search", WORD).stdout
+    assert rheo("purge", "turn", str(first), "--yes").exit_code == 2  # gone: not found
+    # Another tenant's turn is not found from this profile.
+    work_turn = str(work_before[0][0])
+    assert rheo("purge", "turn", work_turn, "--yes").exit_code == 2
+    assert admin_rows(url, "SELECT count(*) FROM turns WHERE profile = 'work'") == [(2,)]
+
+
+def test_a_purge_killed_mid_way_on_postgres_erases_nothing(rheo, api, url, monkeypatch, home):
+    seed(rheo, api, monkeypatch)
+    before = admin_rows(url, "SELECT count(*) FROM turns")
+    env = {**os.environ, "RHEO_HOME": str(home), "RHEO_CRASH_AT": "purge.erase:1"}
+    session = str(admin_rows(url, "SELECT min(id) FROM sessions WHERE profile = 'default'")[0][0])
+    assert run_rheo("purge", "session", session, "--yes", env=env).returncode == -9
+    assert admin_rows(url, "SELECT count(*) FROM turns") == before
+    assert admin_rows(url, "SELECT count(*) FROM purges") == [(0,)]
+    # Killed after the commit, before the tables were rewritten: erased, with its tombstone.
+    env["RHEO_CRASH_AT"] = "purge.vacuum:1"
+    assert run_rheo("purge", "session", session, "--yes", env=env).returncode == -9
+    assert admin_rows(url, "SELECT count(*) FROM turns WHERE profile = 'default'") == [(0,)]
+    assert admin_rows(url, "SELECT what FROM purges") == [("session",)]
+    assert admin_rows(url, "SELECT count(*) FROM turns WHERE profile = 'work'") == [(2,)]
+
+
+def test_backup_on_postgres_is_the_tenant_in_export_format_and_restores(
+    rheo, api, url, monkeypatch, tmp_path, home
+):
+    seed(rheo, api, monkeypatch)
+    doc = tmp_path / "pricing.md"
+    doc.write_text("# Pricing\n\nRefunds within 30 days.\n")
+    assert rheo("kb", "add", str(doc)).exit_code == 0
+    dest = tmp_path / "backups" / "rheo-default.jsonl"
+    dest.parent.mkdir()
+    result = rheo("backup", str(dest), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["profile"] == "default"
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600
+    saved = dest.read_text()
+    assert saved == rheo("export").stdout  # the tenant, knowledge base included
+    records = [json.loads(line) for line in saved.splitlines()]
+    assert {r["profile"] for r in records[1:]} == {"default"}  # never another tenant's
+    assert {"turn", "memory_item", "kb_document", "kb_chunk"} <= {r["type"] for r in records}
+    again = rheo("backup", str(dest))
+    assert again.exit_code == 1 and "already exists" in again.stderr
+
+    # Restored into an empty PostgreSQL schema: the same export, byte for byte.
+    with pg_schema_url() as other:
+        monkeypatch.setenv("RHEO_DATABASE_URL", other)
+        restored = rheo("import", str(dest), "--json")
+        assert restored.exit_code == 0, restored.stderr
+        assert rheo("export").stdout == saved
+        assert "30 days" in rheo("kb", "search", "refunds").stdout
+    # ... and into SQLite.
+    monkeypatch.delenv("RHEO_DATABASE_URL")
+    monkeypatch.setenv("RHEO_HOME", str(tmp_path / "sqlite-home"))
+    assert rheo("import", str(dest)).exit_code == 0
+    assert rheo("export").stdout == saved
+
+    # Killed mid-way: no file under the name.
+    monkeypatch.setenv("RHEO_DATABASE_URL", url)
+    env = {**os.environ, "RHEO_HOME": str(home), "RHEO_CRASH_AT": "backup.copy:1"}
+    second = tmp_path / "backups" / "second.jsonl"
+    assert run_rheo("backup", str(second), env=env).returncode == -9
+    assert not second.exists()
+
+
+def test_export_all_on_postgres_is_refused_and_a_file_of_profiles_fills_each_tenant(
+    rheo, api, url, monkeypatch, tmp_path
+):
+    refused = rheo("export", "--all")
+    assert refused.exit_code == 2 and "one profile at a time" in refused.stderr
+    # Two profiles exported from SQLite, imported into PostgreSQL: each into its tenant.
+    monkeypatch.delenv("RHEO_DATABASE_URL")
+    seed(rheo, api, monkeypatch)
+    everything = tmp_path / "all.jsonl"
+    assert rheo("export", "--all", "-o", str(everything)).exit_code == 0
+    monkeypatch.setenv("RHEO_DATABASE_URL", url)
+    result = rheo("import", str(everything), "--json")
+    assert result.exit_code == 0, result.stderr
+    work = json.loads(rheo("-p", "work", "history", "recent", "--json").stdout)
+    assert [t["content"] for t in work if t["role"] == "user"] == [f"work's {WORD} notes"]
+    mine = json.loads(rheo("history", "recent", "--json").stdout)
+    assert len(mine) == 4 and all("work's" not in t["content"] for t in mine)
+    assert admin_rows(url, "SELECT DISTINCT profile FROM turns ORDER BY 1") == [
+        ("default",),
+        ("work",),
+    ]
