@@ -2,8 +2,8 @@
 
 Checks: the database opens and its schema version, SQLite's integrity check, every FTS5 index
 against its table, missing tables, file permissions (0600 files, 0700 folders), the config
-file, that an API key is set (never its value), and pending and failed jobs. Exit 0 when
-healthy, 1 with the list of problems.
+file, that an API key is set (never its value), and pending and failed jobs. On PostgreSQL
+the store's checks are `doctor_pg`'s. Exit 0 when healthy, 1 with the list of problems.
 """
 
 from __future__ import annotations
@@ -70,18 +70,46 @@ def _fix_private(home: Path) -> int:
     return fixed
 
 
+def now_or_clock() -> datetime:
+    """``RHEO_NOW`` when it is valid, else the system clock (doctor reports a bad one)."""
+    from .. import clock
+    from ..errors import RheoError
+
+    try:
+        return clock.from_env()()
+    except RheoError:
+        return datetime.now(UTC)
+
+
+def queue_missing_digests(conn: Any, gap_s: float) -> int:
+    """Queue a digest job for every session (of the profiles the connection sees) closed by
+    time with neither a digest nor a job; returns how many were queued."""
+    from ..memory import jobs
+    from ..memory.ledger import closing
+    from ..memory.store.timeutil import to_stored
+
+    now = now_or_clock()
+    closed_before = to_stored(now - timedelta(seconds=gap_s))
+    queued = 0
+    for prof in closing.profiles_with_sessions(conn):
+        for session_id in jobs.sessions_awaiting_digest(
+            conn, profile=prof, closed_before=closed_before
+        ):
+            queued += jobs.enqueue(
+                conn, profile=prof, kind="digest", ref_id=session_id, ts=to_stored(now)
+            )
+    return queued
+
+
 def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str]]:
     """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
-    from .. import clock
     from .. import config as config_mod
     from ..errors import RheoError
     from ..memory import jobs
-    from ..memory.ledger import closing
     from ..memory.store import db, health
     from ..memory.store.errors import StoreError
     from ..memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
     from ..memory.store.profiles import DEFAULT_PROFILE
-    from ..memory.store.timeutil import to_stored
     from ..paths import resolve
     from ..providers.anthropic_api import has_credentials
 
@@ -99,10 +127,13 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     except RheoError as exc:
         checks.append(Check("config", False, str(exc)))
 
+    store_url = os.environ.get("RHEO_DATABASE_URL", "").strip()
     try:  # whichever provider is configured or found; no key's value is ever shown
         from .. import runtime
 
-        guidance = runtime.build(profile=name).provider_ready()
+        rt = runtime.build(profile=name)
+        store_url = rt.store_url or ""
+        guidance = rt.provider_ready()
         ready = guidance is None
         detail = "a chat provider is configured" if ready else str(guidance).splitlines()[0]
     except RheoError:  # a broken config is reported above: look for Anthropic's key alone
@@ -121,6 +152,11 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         Check("permissions", not loose, "; ".join(loose[:5]) or "files 0600, folders 0700")
     )
 
+    if store_url:
+        from .doctor_pg import run_pg_checks
+
+        checks += run_pg_checks(store_url, name, repair, repaired, gap_s)
+        return checks, repaired
     if not paths.db.exists():
         checks.append(Check("database", True, f"{paths.db} not created yet"))
         return checks, repaired
@@ -176,26 +212,8 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         )
 
         if not missing:
-            if repair:
-                queued = 0
-                try:
-                    now = clock.from_env()()
-                except RheoError:
-                    now = datetime.now(UTC)
-                closed_before = to_stored(now - timedelta(seconds=gap_s))
-                for prof in closing.profiles_with_sessions(conn):
-                    for session_id in jobs.sessions_awaiting_digest(
-                        conn, profile=prof, closed_before=closed_before
-                    ):
-                        queued += jobs.enqueue(
-                            conn,
-                            profile=prof,
-                            kind="digest",
-                            ref_id=session_id,
-                            ts=to_stored(now),
-                        )
-                if queued:
-                    repaired.append(f"queued {queued} missing digest(s)")
+            if repair and (queued := queue_missing_digests(conn, gap_s)):
+                repaired.append(f"queued {queued} missing digest(s)")
             counts = jobs.status_counts(conn)
             failed = counts.get("failed", 0)
             waiting = counts.get("pending", 0) + counts.get("running", 0)
@@ -229,20 +247,8 @@ def doctor(
       rheo doctor
       rheo doctor --repair
     """
-    import os
+    from .state import GLOBAL
 
-    from ..errors import RheoError, UsageError
-    from .state import GLOBAL, runtime_for
-
-    try:
-        on_postgres = bool(runtime_for(profile).store_url)
-    except RheoError:  # a broken config is one of the things doctor reports
-        on_postgres = bool(os.environ.get("RHEO_DATABASE_URL", "").strip())
-    if on_postgres:
-        raise UsageError(
-            "rheo doctor checks the SQLite store; on PostgreSQL use the server's own tools "
-            "(rheo providers still checks the model providers)"
-        )
     checks, repaired = run_checks(profile if profile is not None else GLOBAL.profile, repair)
     healthy = all(c.ok for c in checks)
     if json_out:

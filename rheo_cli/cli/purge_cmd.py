@@ -117,6 +117,7 @@ def purge(
                 "counts": done.counts,
                 "vacuumed": done.vacuumed,
                 "wal_truncated": done.wal_truncated,
+                **({"not_rewritten": done.not_rewritten} if rt.store_url else {}),
             }
         )
         return
@@ -124,9 +125,11 @@ def purge(
     echo(f"purged {done.ref} of profile {rt.profile}: {counts or 'nothing else'}")
     if rt.store_url:
         if not done.vacuumed:
+            tables = ", ".join(done.not_rewritten)
             say_error(
-                "note: another session was using a table (or held an older transaction), so "
-                "the table files were not all rewritten yet; the next purge rewrites them"
+                f"note: another session was using {tables or 'the tables'} (or held an older "
+                "transaction), so their files may still hold the text until the tables' owner "
+                f"runs VACUUM FULL on {tables or 'them'}"
             )
     elif not done.vacuumed or not done.wal_truncated:
         say_error(

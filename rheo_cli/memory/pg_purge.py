@@ -13,17 +13,20 @@ Then the bytes: a DELETE leaves the row versions in the table and index files, a
 VACUUM only marks their space reusable (the text stays readable in the file). So the touched
 tables are rewritten with ``VACUUM FULL`` (new files, indexes rebuilt, the old files
 removed), with the owner's rights (`pg_schema.owner_rights`). It takes each table's exclusive
-lock in turn; when another session holds a table longer than `LOCK_TIMEOUT_S`, or still has
-a snapshot from before the purge (whose rows a rewrite must keep), the result says the
-files were not compacted and the next purge does it. What PostgreSQL keeps outside the
-tables is beyond rheo: the write-ahead log until its segments are recycled, archived WAL,
-base backups and replicas.
+lock in turn, after waiting up to `SNAPSHOT_WAIT_S` for transactions older than the purge to
+end (a rewrite must keep the row versions such a snapshot may still read). When another
+session holds a table longer than `LOCK_TIMEOUT_S`, or an older snapshot is still open, the
+result names the tables not rewritten (``VACUUM FULL`` of them, by the owner, finishes the
+job). Sessions of roles the connecting role may not see in ``pg_stat_activity`` cannot be
+waited for. What PostgreSQL keeps outside the tables is beyond rheo: the write-ahead log
+until its segments are recycled, archived WAL, base backups and replicas.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from datetime import datetime
 from typing import Any, cast
 
@@ -35,6 +38,10 @@ from .store.timeutil import to_stored
 
 LOCK_TIMEOUT_S = 10
 """How long (seconds) the compaction waits for each table's lock before giving up on it."""
+
+SNAPSHOT_WAIT_S = 10
+"""How long (seconds) the compaction first waits for transactions older than the purge (in
+any session of the server: they hold back what VACUUM may remove) to end."""
 
 
 def _touched(target: Target, counts: dict[str, int]) -> list[str]:
@@ -153,8 +160,9 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
     """Erase ``target`` (from `purge.plan`) on the PostgreSQL store in one transaction, leave
     a tombstone, then rewrite the touched tables (see the module docstring). ``now`` dates the
     tombstone. ``vacuumed`` says every touched table was rewritten after the commit with no
-    older snapshot open elsewhere; ``wal_truncated`` is always False (the write-ahead log is
-    the server's).
+    older snapshot open elsewhere, else ``not_rewritten`` names the tables whose files may
+    still hold the text; ``wal_truncated`` is always False (the write-ahead log is the
+    server's).
 
     The connection must be bound to ``target.profile`` and not inside a transaction. Raises
     InvalidInput otherwise, sqlite3.Error if the database refuses the erase (nothing is erased
@@ -179,8 +187,12 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
     crash.reach("purge.vacuum")
     from .store.pg_schema import owner_rights
 
+    deadline = time.monotonic() + SNAPSHOT_WAIT_S
     with owner_rights(cast(Any, conn)):  # other roles' sessions: visible to the owner only
-        waiting = _older_snapshots(conn, xid)
-    _, skipped = compact(conn, _touched(target, counts))
+        while (waiting := _older_snapshots(conn, xid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    tables = _touched(target, counts)
+    _, skipped = compact(conn, tables)
     done.vacuumed = not skipped and waiting == 0
+    done.not_rewritten = tables if waiting else skipped
     return done

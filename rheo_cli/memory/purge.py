@@ -41,6 +41,8 @@ class Purged:
     counts: dict[str, int] = field(default_factory=dict)
     vacuumed: bool = False
     wal_truncated: bool = False
+    not_rewritten: list[str] = field(default_factory=list)
+    """On PostgreSQL: touched tables that could not be rewritten (VACUUM FULL) yet."""
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,55 @@ def test_export_all_on_postgres_is_refused_and_a_file_of_profiles_fills_each_ten
         ("default",),
         ("work",),
     ]
+
+
+def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, monkeypatch):
+    seed(rheo, api, monkeypatch)
+    with_password = url.replace("://rheo@", "://rheo:sekrit@", 1)
+    assert with_password != url
+    monkeypatch.setenv("RHEO_DATABASE_URL", with_password)
+    healthy = rheo("doctor")
+    assert healthy.exit_code == 0, healthy.stdout + healthy.stderr
+    lines = healthy.stdout.splitlines()
+    names = [line.split(":", 1)[0].split(None, 1)[1] for line in lines]
+    assert names == ["config", "api key", "permissions", "database", "schema", "tables",
+                     "append-only guards", "row-level security", "extensions",
+                     "search indexes", "jobs"]  # fmt: skip
+    assert all(line.startswith("ok ") for line in lines)
+    assert "sekrit" not in healthy.stdout + healthy.stderr
+    assert "PostgreSQL" in lines[3] and "version 4" in lines[4]
+
+    # Break three promises: a guard off, a policy gone, a job whose runner died.
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as a:
+        a.execute("ALTER TABLE turns DISABLE TRIGGER turns_no_delete")
+        a.execute("DROP POLICY memory_items_tenant ON memory_items")
+        a.execute("UPDATE jobs SET status = 'running', lease_until = 1, leased_by = 'gone' "
+                  "WHERE id = (SELECT min(id) FROM jobs)")  # fmt: skip
+    broken = rheo("doctor", "--json")
+    assert broken.exit_code == 1
+    report = json.loads(broken.stdout)
+    bad = {c["name"]: c["detail"] for c in report["checks"] if not c["ok"]}
+    assert bad == {
+        "append-only guards": "turns_no_delete is disabled",
+        "row-level security": "memory_items: policy memory_items_tenant is missing",
+        "jobs": bad["jobs"],
+    }
+    assert "1 running past their lease" in bad["jobs"]
+    text_out = rheo("doctor")
+    assert text_out.exit_code == 1 and text_out.stderr.startswith("rheo: 3 problem(s)")
+    fixed = rheo("doctor", "--repair", "--json")
+    assert fixed.exit_code == 0, fixed.stdout
+    repaired = json.loads(fixed.stdout)["repaired"]
+    assert "turns_no_delete enabled" in repaired
+    assert "row-level security of memory_items restored" in repaired
+    assert any("put back in the queue" in line for line in repaired)
+    assert rheo("doctor").exit_code == 0
+    # What the repairs restored holds again.
+    with psycopg.connect(url, autocommit=True) as a:
+        a.execute("SET ROLE rheo_tenant")
+        a.execute("SELECT set_config('rheo.tenant', 'work', false)")
+        assert a.execute("SELECT count(*) FROM memory_items").fetchone()[0] == 0
+        with pytest.raises(psycopg.Error, match="append-only"):
+            a.execute("DELETE FROM turns")

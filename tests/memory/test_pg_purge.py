@@ -291,3 +291,55 @@ def test_a_profile_purge_takes_its_knowledge_base_and_drops_the_redis_cache(url)
     assert all(n == 0 for n in counts_of(url, tenant).values())
     assert files_hold(url) == [] and files_hold(url, KB_WORD) == []
     conn.close()
+
+
+def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
+    """Schema version 3 with data (applied as `pg_schema.migrate` does, by hand): opening it
+    applies m004 once, keeps every row, and the purge works on the old rows."""
+    with admin(url) as a:
+        a.execute(
+            "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+            "applied_at TEXT NOT NULL)"
+        )
+        for n, (name, script) in enumerate(pg_schema.MIGRATIONS[:3], start=1):
+            a.execute(script.encode())
+            a.execute("INSERT INTO schema_migrations VALUES (%s, %s, 'then')", (n, name))
+        a.execute("INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
+                  "VALUES ('acme', 't', 't', 1)")  # fmt: skip
+        a.execute(
+            "INSERT INTO turns(profile, session_id, role, content, ts) SELECT 'acme', id, "
+            "'user', %s, '2026-01-01T00:00:00.000Z' FROM sessions",
+            (f"old {WORD} turn",),
+        )
+    conn = db.open_url(url, tenant="acme")
+    assert pg_schema.schema_version(conn) == pg_schema.SCHEMA_VERSION == 4
+    assert [t.content for t in turns.recent_turns(conn, "acme")] == [f"old {WORD} turn"]
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        conn.execute("DELETE FROM turns")
+    session = conn.execute("SELECT id FROM sessions").fetchone()[0]
+    done = engine.purge(conn, engine.plan(conn, profile="acme", what="session", ref_id=session),
+                        now=T0)  # fmt: skip
+    assert done.counts["turns"] == 1 and done.vacuumed
+    assert files_hold(url) == []
+    conn.close()
+
+
+def test_an_older_snapshot_elsewhere_is_waited_for_then_reported(url, monkeypatch):
+    """A transaction that began before the purge may still read the erased rows, so a rewrite
+    keeps them: the purge waits for it, then says which tables it could not clean."""
+    from rheo_cli.memory import pg_purge
+
+    monkeypatch.setattr(pg_purge, "SNAPSHOT_WAIT_S", 0.5)
+    conn = db.open_url(url, tenant="acme")
+    fill(conn, "acme")
+    with admin(url) as reader:
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT count(*) FROM turns").fetchone()  # its snapshot: before the purge
+        target = engine.plan(conn, profile="acme", what="profile", ref_id=None)
+        done = engine.purge(conn, target, now=T0)
+        assert not done.vacuumed and "turns" in done.not_rewritten
+        assert "turns" in files_hold(url)  # kept for the reader, as PostgreSQL must
+        reader.execute("ROLLBACK")
+    pg_purge.compact(conn, done.not_rewritten)  # what the owner's VACUUM FULL does
+    assert files_hold(url) == []
+    conn.close()

@@ -411,8 +411,9 @@ def enter_tenant_role(conn: PgConnection) -> None:
     if not _is_superuser(conn):
         return
     granted = conn.raw.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) "
-        "AND has_table_privilege(%s, 'turns', 'INSERT')",
+        "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND CASE WHEN "
+        "to_regclass('turns') IS NULL THEN false ELSE has_table_privilege(%s, 'turns', "
+        "'INSERT') END",  # no tables yet (doctor opens without migrating): grant what is there
         (TENANT_ROLE, TENANT_ROLE),
     ).fetchone()[0]
     if not granted:
