@@ -343,3 +343,45 @@ def test_an_older_snapshot_elsewhere_is_waited_for_then_reported(url, monkeypatc
     pg_purge.compact(conn, done.not_rewritten)  # what the owner's VACUUM FULL does
     assert files_hold(url) == []
     conn.close()
+
+
+def test_as_a_plain_role_that_owns_the_tables_and_as_one_that_does_not(url):
+    """Production's usual setup: rheo's role owns its tables and is no superuser (forced
+    row-level security binds it too); the purge rewrites the tables. A role that only has
+    rights on the tables erases the rows but may not rewrite them, and says which."""
+    suffix = secrets.token_hex(4)
+    owner, user = f"rheo_owner_{suffix}", f"rheo_user_{suffix}"
+    with admin(url) as a:
+        schema = a.execute("SELECT current_schema()").fetchone()[0]
+        a.execute(f"CREATE ROLE {owner} LOGIN")
+        a.execute(f"CREATE ROLE {user} LOGIN")
+        a.execute(f"GRANT ALL ON SCHEMA {schema} TO {owner}")
+        a.execute(f"GRANT USAGE ON SCHEMA {schema} TO {user}")
+    as_owner = url.replace("://rheo@", f"://{owner}@", 1)
+    as_user = url.replace("://rheo@", f"://{user}@", 1)
+    try:
+        conn = db.open_url(as_owner, tenant="acme")  # creates and owns the tables
+        assert conn.execute("SELECT current_user").fetchone()[0] == owner
+        fill(conn, "globex")
+        fill(conn, "acme")
+        assert conn.execute("SELECT count(DISTINCT profile) FROM turns").fetchone()[0] == 1
+        session = conn.execute("SELECT min(id) FROM sessions").fetchone()[0]
+        done = engine.purge(conn, engine.plan(conn, profile="acme", what="session",
+                                              ref_id=session), now=T0)  # fmt: skip
+        assert done.vacuumed and done.not_rewritten == []
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} "
+                     f"TO {user}")  # fmt: skip
+        conn.close()
+        other = db.open_url(as_user, tenant="globex")
+        done = engine.purge(other, engine.plan(other, profile="globex", what="profile",
+                                               ref_id=None), now=T0)  # fmt: skip
+        assert done.counts["turns"] == 42 and not done.vacuumed
+        assert "turns" in done.not_rewritten
+        other.close()
+        assert counts_of(url, "globex")["turns"] == 0
+        assert counts_of(url, "acme")["kb_documents"] == 1
+    finally:
+        with admin(url) as a:
+            for role in (user, owner):
+                a.execute(f"DROP OWNED BY {role} CASCADE")
+                a.execute(f"DROP ROLE {role}")
