@@ -106,7 +106,7 @@ def ask(
     from ..background.worker import kick_background
     from ..memory.ledger import sessions as sessions_mod
     from ..memory.ledger import turns as ledger
-    from ..turn.assistant import TurnFailed, TurnInterrupted, outcome_json
+    from ..turn.results import TurnFailed, TurnInterrupted, outcome_json
     from ..turn.wiring import make_assistant
     from ..ui.output import print_json
     from ..ui.wording import NOTHING_TO_RETRY, failed_line, interrupted_line

@@ -53,7 +53,7 @@ def context(
     except UsageError:
         message = ""  # no message: show what is injected around an empty one
     rt = runtime_for(profile, assistant=assistant)
-    from ..turn.assistant import preview
+    from ..turn.preview import preview
     from ..turn.wiring import tool_specs
 
     info = preview(

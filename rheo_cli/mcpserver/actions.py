@@ -196,7 +196,7 @@ def chat_recent(rt: Runtime, *, limit: int = 20) -> str:
 def context(rt: Runtime, *, message: str, budget: int | None = None) -> str:
     """What rheo would inject for ``message`` (the same assembly as ``rheo context``): the
     clock line and the memory sections, without the message itself. Nothing is stored."""
-    from ..turn.assistant import preview
+    from ..turn.preview import preview
 
     if not message.strip():
         raise ToolInputError("message must not be empty")

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ..runtime import Runtime
-from ..turn.assistant import Assistant, TurnFailed, TurnInterrupted
+from ..turn.assistant import Assistant
+from ..turn.results import TurnFailed, TurnInterrupted
 
 HELP = """\
 /help             this list
@@ -163,7 +164,7 @@ def _exit(state: ReplState, arg: str) -> None:
 
 
 def _context(state: ReplState, arg: str) -> None:
-    from ..turn.assistant import preview
+    from ..turn.preview import preview
     from ..turn.wiring import tool_specs
 
     info = preview(state.rt, arg, tools=tool_specs(), new_session=state.force_new)

@@ -1,0 +1,83 @@
+"""What a turn ends in: a `TurnResult`, or `TurnFailed` / `TurnInterrupted` with the stored
+partial reply, and the ``rheo ask --json`` shape of each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..memory.context.assemble import Context
+from ..memory.ledger import turns as ledger
+from ..providers.base import ProviderError, Usage
+
+
+@dataclass
+class TurnResult:
+    """What a turn produced: the reply text, the two stored turns, usage summed over calls."""
+
+    reply: str
+    user_turn: ledger.Turn
+    assistant_turn: ledger.Turn
+    usage: Usage
+    model: str
+    context: Context
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """``rheo ask --json``: reply, session_id, turn_ids, usage, model, status, error,
+        context_tokens."""
+        return {
+            **_shape(self.user_turn, self.assistant_turn, self.reply, self.usage.counts()),
+            "model": self.model,
+            "status": self.assistant_turn.status,
+            "error": None,
+            "context_tokens": self.context.context_tokens,
+        }
+
+
+class TurnFailed(Exception):
+    """The model call failed after the person's turn was stored; ``turn`` is the stored
+    error turn (with whatever text arrived), ``user_turn`` the person's."""
+
+    def __init__(self, error: ProviderError, turn: ledger.Turn, user_turn: ledger.Turn) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.turn = turn
+        self.user_turn = user_turn
+
+
+class TurnInterrupted(Exception):
+    """Ctrl-C during the reply; ``turn`` is the stored partial reply (status interrupted)."""
+
+    def __init__(
+        self, turn: ledger.Turn, user_turn: ledger.Turn, cause: BaseException | None = None
+    ) -> None:
+        super().__init__("interrupted")
+        self.turn = turn
+        self.user_turn = user_turn
+        self.cause = cause
+
+
+def outcome_json(user_turn: ledger.Turn, turn: ledger.Turn, error: str | None) -> dict[str, Any]:
+    """``rheo ask --json`` for a reply that did not complete: the partial text, its status and
+    the error, with the same keys as a successful reply."""
+    usage = turn.usage or ledger.Usage()
+    return {
+        **_shape(user_turn, turn, turn.content, usage.to_json()),
+        "model": turn.model,
+        "status": turn.status,
+        "error": error,
+    }
+
+
+def _shape(
+    user_turn: ledger.Turn, turn: ledger.Turn, reply: str, usage: dict[str, int]
+) -> dict[str, Any]:
+    """The keys every ``rheo ask --json`` answer starts with: reply, session_id (None when
+    incognito), turn_ids (the stored ones), usage."""
+    return {
+        "reply": reply,
+        "session_id": user_turn.session_id or None,
+        "turn_ids": [t for t in (user_turn.id, turn.id) if t],
+        "usage": usage,
+    }
