@@ -13,8 +13,8 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import crash
-from .errors import StoreError
+from .. import crash
+from ..errors import StoreError
 
 Migration = Callable[[sqlite3.Connection], None]
 
