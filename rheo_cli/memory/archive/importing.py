@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .store import crash
-from .store.db import write
-from .store.errors import InvalidInput, StoreError
-from .store.private_file import new_private_file
-from .store.timeutil import from_stored, to_stored
+from ..store import crash
+from ..store.db import write
+from ..store.errors import InvalidInput, StoreError
+from ..store.private_file import new_private_file
+from ..store.timeutil import from_stored, to_stored
 
 FORMAT = "rheo-export"
 VERSION = 1
