@@ -325,7 +325,7 @@ def test_a_reinforced_fact_round_trips_and_imports_once(rheo, api, monkeypatch, 
 
 
 def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkeypatch):
-    from rheo_cli.memory.archive import importing
+    from rheo_cli.memory.archive import keys
 
     fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
             "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
@@ -336,7 +336,7 @@ def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkey
     assert rheo("maintain").exit_code == 0
     now = rheo("export").stdout
     with monkeypatch.context() as old_rheo:  # keys from the stored JSON text, as before
-        old_rheo.setattr(importing, "_canonical", lambda text: text)
+        old_rheo.setattr(keys, "_canonical", lambda text: text)
         before = rheo("export").stdout
     assert before != now  # the engine's own key order differs from the sorted one
     old_file = Path(os.environ["RHEO_HOME"]) / "old.jsonl"

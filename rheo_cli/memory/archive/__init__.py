@@ -1,18 +1,14 @@
-"""Backups, and rheo's own export records (being split into modules: all of it is still in
-`importing`)."""
+"""Backups, and rheo's own export records: everything of a profile as plain dicts, and back.
 
-from .importing import (
-    FORMAT,
-    KINDS,
-    VERSION,
-    ImportCounts,
-    backup,
-    export_records,
-    header,
-    import_records,
-    profiles,
-    snapshot,
-)
+`backup.backup` copies the live store; `export.export_records` yields a profile's records,
+each referring to others by the stable keys of `keys`; `importing.import_records` writes them
+back in one transaction, adding only what is missing. The package exports their public names.
+"""
+
+from .backup import backup
+from .export import export_records, header, profiles, snapshot
+from .importing import ImportCounts, import_records
+from .keys import FORMAT, KINDS, VERSION
 
 __all__ = [
     "FORMAT",

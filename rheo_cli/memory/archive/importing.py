@@ -1,326 +1,20 @@
-"""Backups, and rheo's own export records: everything of a profile as plain dicts, and back.
-
-`backup` copies the live database through SQLite's online backup API: a consistent snapshot
-even while another process writes (WAL readers never block writers).
-
-`export_records` yields records in an order where everything a record refers to comes first:
-sessions, turns, digests, memory items, memory events. Records carry no local row ids; they
-refer to each other by stable keys computed from their content (a turn's key is a hash of its
-profile, time, role, text, model and status; a session's is its first turn's), so importing a
-file twice, or into a store that already holds some of it, adds only what is missing, and a
-re-export of an imported store is identical to the file it came from. `import_records` writes
-a whole file in one transaction: nothing is half imported.
-"""
+"""Import: records as `export.export_records` makes them, written in one transaction, so
+nothing is half imported; records whose key is already stored are skipped, and keys are
+resolved into the local ids of rows stored or imported before them."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..store import crash
 from ..store.db import write
-from ..store.errors import InvalidInput, StoreError
-from ..store.private_file import new_private_file
+from ..store.errors import InvalidInput
 from ..store.timeutil import from_stored, to_stored
-
-FORMAT = "rheo-export"
-VERSION = 1
-KINDS = ("session", "turn", "digest", "memory_item", "memory_event")
-
-
-def backup(conn: sqlite3.Connection, dest: str | os.PathLike[str]) -> int:
-    """Copy the database to ``dest`` (a new file, mode 0600, its folder created 0700) with the
-    online backup API; returns the size in bytes. The copy is a single file (rollback
-    journal, no -wal) and passes ``PRAGMA integrity_check``. It is written beside ``dest``
-    and takes that name only once complete (`private_file`): ``dest`` never exists
-    half-written.
-
-    Raises StoreError when ``dest`` exists or cannot be written, or the copy is not sound.
-    """
-    path = Path(dest)
-    if path.exists():
-        raise StoreError(f"{path} already exists: choose a new file for the backup")
-    with new_private_file(path) as partial:
-        try:
-            target = sqlite3.connect(partial, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write the backup {path}: {exc}") from exc
-        try:
-            # One step: the whole copy reads one snapshot, so writers elsewhere never restart it.
-            conn.backup(target, pages=-1)
-            crash.reach("backup.copy")
-            target.execute("PRAGMA journal_mode = DELETE")
-            verdict = target.execute("PRAGMA integrity_check").fetchone()[0]
-            if verdict != "ok":
-                raise StoreError(f"the backup {path} failed its integrity check: {verdict}")
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot write the backup {path}: {exc}") from exc
-        finally:
-            target.close()
-    return path.stat().st_size
-
-
-# --- keys --------------------------------------------------------------------------------
-
-
-def _hash(*parts: Any) -> str:
-    blob = json.dumps(parts, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("ascii")).hexdigest()[:24]
-
-
-class _Keys:
-    """Content keys for rows in id order; a repeated key gets ``~2``, ``~3``... suffixes."""
-
-    def __init__(self) -> None:
-        self.by_id: dict[int, str] = {}
-        self._seen: dict[str, int] = {}
-
-    def add(self, row_id: int, base: str) -> str:
-        n = self._seen.get(base, 0) + 1
-        self._seen[base] = n
-        key = base if n == 1 else f"{base}~{n}"
-        self.by_id[row_id] = key
-        return key
-
-
-@dataclass
-class _Keyed:
-    """Keys of one profile's rows: id -> key per kind."""
-
-    sessions: dict[int, str] = field(default_factory=dict)
-    turns: dict[int, str] = field(default_factory=dict)
-    items: dict[int, str] = field(default_factory=dict)
-    events: dict[int, str] = field(default_factory=dict)
-    digests: dict[int, str] = field(default_factory=dict)
-    legacy: dict[str, int] = field(default_factory=dict)
-    """Item and event keys as rheo computed them before JSON was canonical (from the stored
-    text) -> id, so files exported then are still recognised."""
-
-
-def _canonical(text: str | None) -> str:
-    """JSON text with its keys sorted, as an import writes it: a key never depends on the
-    order the engine wrote the keys in (the file itself holds them sorted)."""
-    try:
-        return json.dumps(json.loads(text or "{}"), ensure_ascii=False, sort_keys=True)
-    except ValueError:
-        return text or ""
-
-
-def _turn_base(r: sqlite3.Row) -> str:
-    return "t" + _hash(r["profile"], r["ts"], r["role"], r["content"], r["model"], r["status"])
-
-
-def _item_base(r: sqlite3.Row, *, legacy: bool = False) -> str:
-    properties = r["properties"] if legacy else _canonical(r["properties"])
-    return "m" + _hash(
-        r["profile"], r["category"], r["topic"], r["label"], properties, r["created_at"],
-        r["source"],
-    )  # fmt: skip
-
-
-def _event_base(item_key: str, r: sqlite3.Row, *, legacy: bool = False) -> str:
-    data = r["data"] if legacy else _canonical(r["data"])
-    return "e" + _hash(item_key, r["ts"], r["kind"], r["cause"], data)
-
-
-def _keys(conn: sqlite3.Connection, profile: str) -> _Keyed:
-    keyed = _Keyed()
-    turns = _Keys()
-    first_turn: dict[int, str] = {}
-    for r in conn.execute(
-        "SELECT id, profile, session_id, ts, role, content, model, status FROM turns "
-        "WHERE profile = ? ORDER BY id",
-        (profile,),
-    ):
-        key = turns.add(r["id"], _turn_base(r))
-        first_turn.setdefault(r["session_id"], key)
-    keyed.turns = turns.by_id
-    sessions = _Keys()
-    for r in conn.execute(
-        "SELECT id, started_at FROM sessions WHERE profile = ? ORDER BY id", (profile,)
-    ):
-        base = first_turn.get(r["id"]) or ("x" + _hash(profile, r["started_at"]))
-        sessions.add(r["id"], "s" + base[1:])
-    keyed.sessions = sessions.by_id
-    keyed.digests = {
-        r["id"]: "d" + keyed.sessions[r["session_id"]][1:]
-        for r in conn.execute(
-            "SELECT id, session_id FROM digests WHERE profile = ? ORDER BY id", (profile,)
-        )
-    }
-    items, old_items = _Keys(), _Keys()
-    for r in conn.execute("SELECT * FROM memory_items WHERE profile = ? ORDER BY id", (profile,)):
-        items.add(r["id"], _item_base(r))
-        old_items.add(r["id"], _item_base(r, legacy=True))
-    keyed.items = items.by_id
-    events, old_events = _Keys(), _Keys()
-    for r in conn.execute(
-        "SELECT id, item_id, ts, kind, cause, data FROM memory_events WHERE profile = ? "
-        "ORDER BY id",
-        (profile,),
-    ):
-        events.add(r["id"], _event_base(keyed.items[r["item_id"]], r))
-        old_events.add(r["id"], _event_base(old_items.by_id[r["item_id"]], r, legacy=True))
-    keyed.events = events.by_id
-    keyed.legacy = {k: i for d in (old_items.by_id, old_events.by_id) for i, k in d.items()}
-    return keyed
-
-
-# --- export ------------------------------------------------------------------------------
-
-
-def profiles(conn: sqlite3.Connection) -> list[str]:
-    """Every profile with something stored, sorted."""
-    rows = conn.execute(
-        "SELECT profile FROM sessions UNION SELECT profile FROM memory_items ORDER BY 1"
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def header(names: list[str]) -> dict[str, Any]:
-    """The first record of an export: format name, version, the profiles it holds."""
-    return {"type": "header", "format": FORMAT, "version": VERSION, "profiles": names}
-
-
-def export_records(conn: sqlite3.Connection, names: list[str]) -> Iterator[dict[str, Any]]:
-    """The header, then every record of the profiles ``names`` (see the module docstring).
-
-    Reads one snapshot: the caller should hold a read transaction (`snapshot`) so that
-    writes by another process do not mix into the export."""
-    yield header(names)
-    for profile in names:
-        yield from _export_profile(conn, profile)
-
-
-def _ref(keys: dict[int, str], value: int | None) -> str | None:
-    return keys.get(value) if value is not None else None
-
-
-def _export_profile(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str, Any]]:
-    k = _keys(conn, profile)
-    for r in conn.execute("SELECT * FROM sessions WHERE profile = ? ORDER BY id", (profile,)):
-        yield {
-            "type": "session",
-            "key": k.sessions[r["id"]],
-            "profile": profile,
-            "started_at": r["started_at"],
-            "last_turn_at": r["last_turn_at"],
-            "turns": r["turns"],
-        }
-    for r in conn.execute("SELECT * FROM turns WHERE profile = ? ORDER BY id", (profile,)):
-        meta = json.loads(r["meta"] or "{}")
-        if isinstance(meta.get("reply_to"), int):
-            meta["reply_to"] = k.turns.get(meta["reply_to"])
-        usage = None
-        if r["role"] == "assistant" and r["input_tokens"] is not None:
-            usage = {
-                c: r[c]
-                for c in (
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_read_tokens",
-                    "cache_write_tokens",
-                )  # fmt: skip
-            }
-        yield {
-            "type": "turn",
-            "key": k.turns[r["id"]],
-            "profile": profile,
-            "session": k.sessions[r["session_id"]],
-            "role": r["role"],
-            "content": r["content"],
-            "ts": r["ts"],
-            "model": r["model"],
-            "status": r["status"],
-            "usage": usage,
-            "meta": meta,
-            "source_key": r["source_key"],
-        }
-    for r in conn.execute("SELECT * FROM digests WHERE profile = ? ORDER BY id", (profile,)):
-        facts = json.loads(r["facts"])
-        for fact in facts:
-            if isinstance(fact, dict) and isinstance(fact.get("turn_id"), int):
-                fact["turn_id"] = k.turns.get(fact["turn_id"])
-        yield {
-            "type": "digest",
-            "key": k.digests[r["id"]],
-            "profile": profile,
-            "session": k.sessions[r["session_id"]],
-            "started_at": r["started_at"],
-            "ended_at": r["ended_at"],
-            "narrative": r["narrative"],
-            "facts": facts,
-            "procedures": json.loads(r["procedures"]),
-            "decisions": json.loads(r["decisions"]),
-            "source_turns": [k.turns.get(i) for i in json.loads(r["source_turn_ids"])],
-            "model": r["model"],
-            "created_at": r["created_at"],
-        }
-    for r in conn.execute("SELECT * FROM memory_items WHERE profile = ? ORDER BY id", (profile,)):
-        yield {
-            "type": "memory_item",
-            "key": k.items[r["id"]],
-            "profile": profile,
-            **{
-                c: r[c]
-                for c in (
-                    "category",
-                    "topic",
-                    "label",
-                    "content_key",
-                    "confidence",
-                    "reinforcements",
-                    "reason",
-                    "source",
-                    "created_at",
-                    "reinforced_at",
-                    "status",
-                    "due_at",
-                )  # fmt: skip
-            },
-            "properties": json.loads(r["properties"]),
-            "pinned": bool(r["pinned"]),
-            "source_turn": _ref(k.turns, r["source_turn_id"]),
-            "superseded_by": _ref(k.items, r["superseded_by"]),
-            "conflict_with": _ref(k.items, r["conflict_with"]),
-        }
-    for r in conn.execute("SELECT * FROM memory_events WHERE profile = ? ORDER BY id", (profile,)):
-        yield {
-            "type": "memory_event",
-            "key": k.events[r["id"]],
-            "profile": profile,
-            "item": k.items[r["item_id"]],
-            "ts": r["ts"],
-            "kind": r["kind"],
-            "cause": r["cause"],
-            "related_item": _ref(k.items, r["related_item_id"]),
-            "source_turn": _ref(k.turns, r["source_turn_id"]),
-            "data": json.loads(r["data"] or "{}"),
-        }
-
-
-class snapshot:  # noqa: N801 - used as a context manager, like `write`
-    """A read transaction: every query inside sees one consistent state of the database."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN")
-        self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.execute("ROLLBACK")
-
-
-# --- import ------------------------------------------------------------------------------
+from .keys import KINDS, Keyed, keys_of
 
 
 @dataclass
@@ -363,7 +57,7 @@ def import_records(
     the line of the first record that is malformed or refers to a key not seen before; then
     nothing is written."""
     counts = ImportCounts()
-    keyed: dict[str, _Keyed] = {}
+    keyed: dict[str, Keyed] = {}
     maps: dict[str, dict[str, int]] = {}
     links: list[tuple[int, int, str | None, str | None, str]] = []
     with write(conn):
@@ -378,7 +72,7 @@ def import_records(
             if not isinstance(profile, str) or not isinstance(key, str) or not profile:
                 raise InvalidInput(f"line {line}: key and profile must be text")
             if profile not in keyed:
-                keyed[profile] = _keys(conn, profile)
+                keyed[profile] = keys_of(conn, profile)
                 k = keyed[profile]
                 maps[profile] = {
                     v: i
