@@ -257,6 +257,9 @@ def log_turn(
         from ..background.worker import kick_background
 
         kick_background(rt)
-    return f"stored turn #{turn.id} in session {turn.session_id}" + (
+    from ..memory.ledger.sessions import get_session
+
+    number = get_session(rt.conn, rt.profile, turn.session_id).number
+    return f"stored turn #{turn.id} in session s{number}" + (
         "; facts will be extracted from this exchange" if queued else ""
     )

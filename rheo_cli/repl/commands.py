@@ -171,10 +171,14 @@ def _context(state: ReplState, arg: str) -> None:
     for section in info["sections"]:
         state.say(section["text"])
         state.say("")
-    state.say(
-        f"({info['context_tokens']} of {info['budget']} tokens; "
-        f"{'new session' if info['new_session'] else 'session #' + str(info['session_id'])})"
-    )
+    from ..memory.ledger.sessions import session_numbers
+
+    if info["new_session"] or info["session_id"] is None:
+        where = "new session"
+    else:
+        numbers = session_numbers(state.rt.conn, state.rt.profile)
+        where = f"session s{numbers.get(info['session_id'], info['session_id'])}"
+    state.say(f"({info['context_tokens']} of {info['budget']} tokens; {where})")
 
 
 def _history(state: ReplState, arg: str) -> None:

@@ -15,6 +15,8 @@ from conftest import pg_schema_url
 from fakeapi import text
 from helpers import facts_reply, route, run_rheo
 
+from rheo_cli.memory.store import pg_schema
+
 pytestmark = pytest.mark.skipif(
     not os.environ.get("RHEO_TEST_DATABASE_URL"),
     reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
@@ -89,7 +91,9 @@ def test_a_purge_killed_mid_way_on_postgres_erases_nothing(rheo, api, url, monke
     seed(rheo, api, monkeypatch)
     before = admin_rows(url, "SELECT count(*) FROM turns")
     env = {**os.environ, "RHEO_HOME": str(home), "RHEO_CRASH_AT": "purge.erase:1"}
-    session = str(admin_rows(url, "SELECT min(id) FROM sessions WHERE profile = 'default'")[0][0])
+    session = str(
+        admin_rows(url, "SELECT min(number) FROM sessions WHERE profile = 'default'")[0][0]
+    )
     assert run_rheo("purge", "session", session, "--yes", env=env).returncode == -9
     assert admin_rows(url, "SELECT count(*) FROM turns") == before
     assert admin_rows(url, "SELECT count(*) FROM purges") == [(0,)]
@@ -180,7 +184,7 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
                      "search indexes", "jobs"]  # fmt: skip
     assert all(line.startswith("ok ") for line in lines)
     assert "sekrit" not in healthy.stdout + healthy.stderr
-    assert "PostgreSQL" in lines[3] and "version 4" in lines[4]
+    assert "PostgreSQL" in lines[3] and f"version {pg_schema.SCHEMA_VERSION}" in lines[4]
 
     # Break three promises: a guard off, a policy gone, a job whose runner died.
     import psycopg

@@ -19,8 +19,8 @@ DEFAULT_GAP_S = 2 * 3600.0
 @dataclass(frozen=True)
 class Session:
     """A session row: times are stored UTC text; ``turns`` counts its turns. ``id`` is unique
-    in the store; ``number`` is what the person sees: 1, 2, 3... within the profile (0 when the
-    query did not compute it)."""
+    in the store; ``number`` is what the person sees (``s3``): 1, 2, 3... within the profile,
+    given when the session opens and never recomputed (a purged session leaves a gap)."""
 
     id: int
     profile: str
@@ -48,13 +48,8 @@ def _row(row: sqlite3.Row) -> Session:
         started_at=row["started_at"],
         last_turn_at=row["last_turn_at"],
         turns=row["turns"],
-        number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
+        number=row["number"] or 0,
     )
-
-
-_NUMBERED = "SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM sessions WHERE profile = ?"
-"""Sessions of one profile with their per-profile number (sessions are never deleted, so a
-number, once shown, keeps meaning the same session)."""
 
 
 def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
@@ -115,9 +110,10 @@ def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Sess
 
 
 def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Session:
-    """The profile's session shown as ``s<number>``; raises NotFound when there is none."""
+    """The profile's session shown as ``s<number>``; raises NotFound when there is none (never
+    existed, or was purged)."""
     row = conn.execute(
-        f"SELECT * FROM ({_NUMBERED}) AS numbered WHERE number = ?", (profile, number)
+        "SELECT * FROM sessions WHERE profile = ? AND number = ?", (profile, number)
     ).fetchone()
     if row is None:
         raise NotFound(f"no session s{number} in profile {profile!r}")
@@ -126,14 +122,14 @@ def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Se
 
 def session_numbers(conn: sqlite3.Connection, profile: str) -> dict[int, int]:
     """``{session id: number shown to the person}`` for every session of ``profile``."""
-    rows = conn.execute(f"SELECT id, number FROM ({_NUMBERED}) AS numbered", (profile,)).fetchall()
+    rows = conn.execute("SELECT id, number FROM sessions WHERE profile = ?", (profile,)).fetchall()
     return {r["id"]: r["number"] for r in rows}
 
 
 def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Session]:
     """The profile's last ``limit`` sessions, newest first, with their numbers."""
     rows = conn.execute(
-        f"SELECT * FROM ({_NUMBERED}) AS numbered ORDER BY id DESC LIMIT ?", (profile, limit)
+        "SELECT * FROM sessions WHERE profile = ? ORDER BY id DESC LIMIT ?", (profile, limit)
     ).fetchall()
     return [_row(r) for r in rows]
 
@@ -165,7 +161,7 @@ def attach_turn(
             (profile, ts, ts),
         )
         assert cur.lastrowid is not None
-        target = Session(cur.lastrowid, profile, ts, ts, 0)
+        target = get_session(conn, profile, cur.lastrowid)  # numbered by the insert trigger
         opened, closed = True, previous
     first = min(target.started_at, ts)
     last = max(target.last_turn_at, ts)
@@ -173,7 +169,7 @@ def attach_turn(
         "UPDATE sessions SET started_at = ?, last_turn_at = ?, turns = turns + 1 WHERE id = ?",
         (first, last, target.id),
     )
-    updated = Session(target.id, profile, first, last, target.turns + 1)
+    updated = Session(target.id, profile, first, last, target.turns + 1, target.number)
     return updated, opened, closed
 
 

@@ -51,7 +51,7 @@ M002_TABLES = (
 )
 """The tenant tables migration m002 put under row-level security (frozen: m002's SQL)."""
 
-TENANT_TABLES = (*M002_TABLES, "purges")
+TENANT_TABLES = (*M002_TABLES, "purges", "profile_counters")
 """Every table holding a tenant's rows (each has a ``profile`` column and a policy)."""
 
 
@@ -329,11 +329,63 @@ setting ``rheo.purge``, which only the engine's purge sets (`pg_purge`), inside 
 transaction. Updates of the ledger, TRUNCATE and every other guard never stand aside.
 ``purges`` holds the tombstones (what and when, never the content): append-only, per tenant."""
 
+M005_PROFILE_COUNTERS = """
+    CREATE TABLE profile_counters (
+        profile           TEXT PRIMARY KEY,
+        sessions_opened   BIGINT NOT NULL DEFAULT 0,
+        memory_generation BIGINT NOT NULL DEFAULT 0,
+        epoch             TEXT NOT NULL DEFAULT md5(random()::text || clock_timestamp()::text)
+    );
+    ALTER TABLE sessions ADD COLUMN number BIGINT;
+    -- The owner is held to row-level security too (FORCE): number every tenant's sessions.
+    ALTER TABLE sessions NO FORCE ROW LEVEL SECURITY;
+    UPDATE sessions SET number = numbered.n
+    FROM (SELECT id, row_number() OVER (PARTITION BY profile ORDER BY id) AS n FROM sessions)
+        AS numbered
+    WHERE sessions.id = numbered.id;
+    INSERT INTO profile_counters(profile, sessions_opened)
+    SELECT profile, max(number) FROM sessions GROUP BY profile;
+    ALTER TABLE sessions FORCE ROW LEVEL SECURITY;
+    ALTER TABLE memory_items NO FORCE ROW LEVEL SECURITY;
+    INSERT INTO profile_counters(profile) SELECT DISTINCT profile FROM memory_items
+        ON CONFLICT DO NOTHING;
+    ALTER TABLE memory_items FORCE ROW LEVEL SECURITY;
+    CREATE UNIQUE INDEX sessions_number ON sessions(profile, number);
+
+    CREATE FUNCTION rheo_number_session() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.number IS NULL THEN
+            INSERT INTO profile_counters AS c (profile, sessions_opened) VALUES (NEW.profile, 1)
+                ON CONFLICT (profile) DO UPDATE SET sessions_opened = c.sessions_opened + 1
+                RETURNING c.sessions_opened INTO NEW.number;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER sessions_numbered BEFORE INSERT ON sessions FOR EACH ROW
+        EXECUTE FUNCTION rheo_number_session();
+
+    CREATE FUNCTION rheo_memory_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        tenant TEXT := CASE WHEN TG_OP = 'DELETE' THEN OLD.profile ELSE NEW.profile END;
+    BEGIN
+        INSERT INTO profile_counters AS c (profile, memory_generation) VALUES (tenant, 1)
+            ON CONFLICT (profile) DO UPDATE SET memory_generation = c.memory_generation + 1;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER memory_items_generation AFTER INSERT OR UPDATE OR DELETE ON memory_items
+        FOR EACH ROW EXECUTE FUNCTION rheo_memory_changed();
+    """ + _rls(("profile_counters",))
+"""Per-profile counters (SQLite's m012), kept by triggers: ``sessions.number`` is the stable
+number a person sees (given when the session opens, never recomputed: a purge leaves a gap);
+``memory_generation`` goes up with every change to a memory item, in the writer's
+transaction, and with the random ``epoch`` is what a hot-cache entry must match to be used."""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
     ("m002_tenant_isolation", M002_TENANT_ISOLATION),
     ("m003_assistant_scope", M003_ASSISTANT_SCOPE),
     ("m004_purge", M004_PURGE),
+    ("m005_profile_counters", M005_PROFILE_COUNTERS),
 ]
 """Every PostgreSQL migration, in order: ``(name, SQL script)``."""
 
