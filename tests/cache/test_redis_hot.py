@@ -77,7 +77,8 @@ def test_tenants_have_their_own_keys(rheo, redis_client, tenant, monkeypatch):
     assert rheo("context", "cat?").exit_code == 0
     result = rheo("context", "cat?", "--profile", other)
     assert result.exit_code == 0 and "Miso" not in result.stdout
-    assert redis_client.hgetall(f"rheo:{other}:_shared") == {b"_complete": b"1"}
+    cached = redis_client.hgetall(f"rheo:{other}:_shared")
+    assert cached[b"_complete"] == b"1" and not any(f.startswith(b"item:") for f in cached)
 
 
 def test_redis_down_the_chat_goes_on_with_one_notice(rheo, api, tenant, monkeypatch):
