@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import socket
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -108,3 +109,38 @@ def test_the_repl_carries_on_after_its_connection_is_terminated(tagged, api, mon
         ("user", "second question"),
         ("assistant", "reply 2"),
     ]
+
+
+def test_the_repl_says_one_line_while_the_server_is_down_and_carries_on(tagged, api, monkeypatch):
+    """The server goes away during a turn (its address now refuses connections): the reply
+    is shown, one line says the exchange could not be stored, the REPL goes on; once the
+    server is back the same runtime reconnects."""
+    url, name = tagged
+    monkeypatch.setenv("RHEO_DATABASE_URL", url)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"postgresql://rheo@127.0.0.1:{s.getsockname()[1]}/rheo_test"  # refused
+    rt = runtime.build()
+    real = rt.conn._url  # type: ignore[attr-defined]
+
+    def answer(recorded):
+        rt.conn._url = nowhere  # type: ignore[attr-defined]
+        terminate(name)
+        return text("the reply")
+
+    api.handler = answer
+    with create_pipe_input() as pipe:
+        pipe.send_text("first question\r/help\r\x04")
+        out = io.StringIO()
+        try:
+            run_repl(rt, input=pipe, output=DummyOutput(), out=out, rendered=False)
+            rt.conn._url = real  # type: ignore[attr-defined]
+            stored = [(t.role, t.content) for t in turns.recent_turns(rt.conn, rt.profile)]
+        finally:
+            rt.close()
+    shown = out.getvalue()
+    assert "the reply" in shown and "Traceback" not in shown
+    lines = [line for line in shown.splitlines() if "PostgreSQL is not reachable" in line]
+    assert len(lines) == 1, shown
+    assert "/exit" in shown  # /help answered after the failure: the REPL went on
+    assert stored == [("user", "first question")]
