@@ -312,7 +312,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
             (f"old {WORD} turn",),
         )
     conn = db.open_url(url, tenant="acme")
-    assert pg_schema.schema_version(conn) == pg_schema.SCHEMA_VERSION == 4
+    assert pg_schema.schema_version(conn) == pg_schema.SCHEMA_VERSION == 5
     assert [t.content for t in turns.recent_turns(conn, "acme")] == [f"old {WORD} turn"]
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         conn.execute("DELETE FROM turns")
