@@ -143,7 +143,11 @@ def _new(state: ReplState, arg: str) -> None:
 
 
 def _incognito(state: ReplState, arg: str) -> None:
-    wanted = {"on": True, "off": False}.get(arg.strip().lower(), not state.incognito)
+    choice = arg.strip().lower()
+    if choice not in ("", "on", "off"):
+        state.say("usage: /incognito [on|off]")
+        return
+    wanted = {"on": True, "off": False}.get(choice, not state.incognito)
     state.incognito = wanted
     state.assistant.incognito = wanted
     if wanted:

@@ -162,3 +162,12 @@ def test_history_file_is_private(pipe, api, home):
 
     repl(pipe, "x\r" + CTRL_D)
     assert stat.S_IMODE((home / "history" / "default").stat().st_mode) == 0o600
+
+
+def test_incognito_with_a_word_other_than_on_or_off_is_a_usage_line(pipe, api, home):
+    api.queue(text("stored"))
+    out = repl(pipe, "/incognito maybe\r/incognito on please\rstill kept\r" + CTRL_D)
+    assert out.count("usage: /incognito [on|off]") == 2
+    assert "Incognito:" not in out
+    rows = db_rows(home, "SELECT content FROM turns WHERE role = 'user'")
+    assert [r[0] for r in rows] == ["still kept"]
