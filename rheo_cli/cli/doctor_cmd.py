@@ -101,6 +101,27 @@ def queue_missing_digests(conn: Any, gap_s: float) -> int:
     return queued
 
 
+def session_check(conn: Any, profile: str | None, repair: bool, repaired: list[str]) -> Check:
+    """Sessions whose counters (turns, first and last turn's time) disagree with their turns
+    (of ``profile``; every profile when None); ``repair`` recounts them from the turns."""
+    from ..memory.ledger import counters
+
+    if repair:
+        try:
+            if fixed := counters.repair(conn, profile):
+                repaired.append(f"recounted the turns and times of {len(fixed)} session(s)")
+        except Exception as exc:  # noqa: BLE001 - reported as a line, the check stays a problem
+            repaired.append(f"could not recount the sessions: {' '.join(str(exc).split())[:160]}")
+    stale = counters.stale_sessions(conn, profile)
+    detail = "every session's turn count and times match its turns"
+    if stale:
+        detail = (
+            f"{len(stale)} session(s) whose turn count or times disagree with their turns "
+            "('rheo doctor --repair' recounts them)"
+        )
+    return Check("sessions", not stale, detail)
+
+
 def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str]]:
     """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
     from .. import config as config_mod
@@ -212,6 +233,7 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         )
 
         if not missing:
+            checks.append(session_check(conn, None, repair, repaired))
             if repair and (queued := queue_missing_digests(conn, gap_s)):
                 repaired.append(f"queued {queued} missing digest(s)")
             counts = jobs.status_counts(conn)
@@ -232,15 +254,16 @@ def doctor(
         bool,
         typer.Option(
             "--repair",
-            help="Rebuild search indexes from their tables, queue missing digests, make "
-            "files private. Never changes the ledger's content.",
+            help="Rebuild search indexes from their tables, recount sessions from their "
+            "turns, queue missing digests, make files private. Never changes the ledger's "
+            "content.",
         ),
     ] = False,
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Check the store: integrity, search indexes, permissions, config, API key, jobs,
-    schema version. Exit 0 when healthy, 1 with the list of problems.
+    """Check the store: integrity, search indexes, session counters, permissions, config,
+    API key, jobs, schema version. Exit 0 when healthy, 1 with the list of problems.
 
     \b
     Examples:

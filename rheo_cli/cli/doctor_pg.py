@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .doctor_cmd import Check, now_or_clock, queue_missing_digests
+from .doctor_cmd import Check, now_or_clock, queue_missing_digests, session_check
 
 
 def _attempt(repaired: list[str], what: str, fix: Callable[[], list[str]]) -> None:
@@ -93,6 +93,8 @@ def run_pg_checks(
         problems += [f"{table}: {n} row(s) with a stale tsvector" for table, n in stale.items()]
         detail = f"indexes valid; every tsvector of profile {profile} matches its text"
         checks.append(Check("search indexes", not problems, "; ".join(problems) or detail))
+
+        checks.append(session_check(opened, profile, repair, repaired))
 
         wall = time.time()
         if repair and (

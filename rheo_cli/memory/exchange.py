@@ -8,7 +8,9 @@ without them stays version 1, byte for byte what it was.
 On PostgreSQL a connection is bound to one tenant: a snapshot is a ``REPEATABLE READ``
 transaction, and an import writes each profile's records as that profile's tenant (for the
 rest of the import's one transaction only, with the tenant's write lock), so a file holding
-several profiles goes into each of them, as on SQLite.
+several profiles goes into each of them, as on SQLite. PostgreSQL's text cannot hold the NUL
+character, which SQLite's can: a record holding one is refused with its line number (the
+file's ``\u0000``), before anything is written, rather than changed on the way in.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .kb import transfer as kb_transfer
 from .store.db import write
 from .store.errors import InvalidInput
 from .store.pg import dialect
+from .store.profiles import check_profile
 
 VERSION = 2
 """The newest export format this rheo reads and writes (2: with the knowledge base)."""
@@ -88,9 +91,12 @@ def import_records(
     was added per kind and how many records were already stored. Raises InvalidInput naming
     the line of the first bad record; then nothing is written."""
     kb: list[tuple[int, dict[str, Any]]] = []
+    postgres = dialect(conn) == "postgres"
 
     def others() -> Iterator[tuple[int, dict[str, Any]]]:
         for line, record in records:
+            if postgres:
+                _refuse_nul(line, record)
             if record.get("type") in kb_transfer.KINDS:
                 kb.append((line, record))
             else:
@@ -99,7 +105,7 @@ def import_records(
     counts = archive.ImportCounts()
     counts.added.update(dict.fromkeys(kb_transfer.KINDS, 0))
     with write(conn):
-        if dialect(conn) == "postgres":
+        if postgres:
             for profile, group in itertools.groupby(others(), key=_profile):
                 _act_as(conn, profile)
                 _merge(counts, archive.import_records(conn, group))
@@ -109,12 +115,28 @@ def import_records(
             items = list(group)
             if not isinstance(profile, str) or not profile:
                 raise InvalidInput(f"line {items[0][0]}: key and profile must be text")
+            try:
+                check_profile(profile)
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {items[0][0]}: {exc}") from None
             _act_as(conn, profile)
             added, present = kb_transfer.import_records(conn, profile, items)
             for kind, n in added.items():
                 counts.added[kind] += n
             counts.present += present
     return counts
+
+
+def _refuse_nul(line: int, record: dict[str, Any]) -> None:
+    """PostgreSQL's text cannot hold NUL: raise InvalidInput naming the line and field of a
+    text field holding one (nested values are stored as JSON, where NUL is ``\\u0000``)."""
+    for field, value in record.items():
+        if isinstance(value, str) and "\x00" in value:
+            raise InvalidInput(
+                f"line {line}: the {record.get('type')} record holds a NUL character "
+                f"(\\u0000) in {field}, which PostgreSQL cannot store: remove it from the "
+                "file, or import into a SQLite store"
+            )
 
 
 def _merge(into: archive.ImportCounts, part: archive.ImportCounts) -> None:

@@ -9,6 +9,7 @@ from typing import TextIO
 
 from ..runtime import Runtime
 from ..turn.assistant import Assistant
+from ..turn.record import SessionPurged
 from ..turn.results import TurnFailed, TurnInterrupted
 
 HELP = """\
@@ -119,6 +120,9 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     except sqlite3.Error as exc:  # the ledger cannot be written: say so, keep the REPL
         writer.finish()
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
+    except SessionPurged as exc:  # `rheo purge` ran meanwhile: say so, keep the REPL
+        writer.finish()
+        state.say(f"rheo: {exc}")
     finally:
         if not state.incognito:
             kick_background(state.rt)
@@ -143,7 +147,11 @@ def _new(state: ReplState, arg: str) -> None:
 
 
 def _incognito(state: ReplState, arg: str) -> None:
-    wanted = {"on": True, "off": False}.get(arg.strip().lower(), not state.incognito)
+    choice = arg.strip().lower()
+    if choice not in ("", "on", "off"):
+        state.say("usage: /incognito [on|off]")
+        return
+    wanted = {"on": True, "off": False}.get(choice, not state.incognito)
     state.incognito = wanted
     state.assistant.incognito = wanted
     if wanted:

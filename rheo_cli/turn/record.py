@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import RheoError
 from ..memory.ledger import turns as ledger
 from ..memory.store import crash
+from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
 from ..providers.redact import redact
@@ -31,7 +33,8 @@ def record_reply(
     backend reports one, ``reply_to`` and the assistant talked to.
 
     ``stored`` False (incognito): nothing is written and the turn is returned with id 0.
-    Raises sqlite3.Error when the ledger cannot be written (after waiting for a lock).
+    Raises sqlite3.Error when the ledger cannot be written (after waiting for a lock),
+    SessionPurged when ``rheo purge`` erased the question's session while the reply came.
     """
     meta: dict[str, Any] = {}
     if reply.tool_calls:
@@ -62,16 +65,28 @@ def record_reply(
             meta=meta,
         )
     # The reply is in hand: `db.write` waits for another process's lock rather than lose it.
-    return ledger.append_turn(
-        rt.conn,
-        profile=rt.profile,
-        role="assistant",
-        content=text,
-        now=rt.now(),
-        gap_s=rt.settings.gap_s,
-        session_id=user_turn.session_id,
-        model=reply.model,
-        status=status,
-        usage=usage,
-        meta=meta,
-    ).turn
+    try:
+        appended = ledger.append_turn(
+            rt.conn,
+            profile=rt.profile,
+            role="assistant",
+            content=text,
+            now=rt.now(),
+            gap_s=rt.settings.gap_s,
+            session_id=user_turn.session_id,
+            model=reply.model,
+            status=status,
+            usage=usage,
+            meta=meta,
+        )
+    except NotFound:  # a runtime race, not a wrong argument: the id was rheo's own
+        raise SessionPurged(
+            "the session of this question was purged meanwhile ('rheo purge' ran while the "
+            "reply came): the reply was not stored"
+        ) from None
+    return appended.turn
+
+
+class SessionPurged(RheoError):
+    """The question's session was erased by ``rheo purge`` while its reply was on its way:
+    the reply cannot be stored (exit 1, a runtime failure)."""

@@ -272,3 +272,27 @@ def test_fts_checks_pass_on_a_fresh_and_a_repaired_store(tmp_path):
     assert health.fts_problems(conn) == {"turns_cjk": "missing"}
     health.rebuild_indexes(conn)
     assert health.fts_problems(conn) == {}
+
+
+def test_doctor_finds_and_repair_recounts_a_session_whose_counters_are_stale(
+    rheo, api, home, monkeypatch
+):
+    _seed(rheo, api, monkeypatch)
+    ledger = _ledger(home)
+    conn = sqlite3.connect(home / "rheo.db")
+    conn.execute("UPDATE sessions SET turns = turns - 1, last_turn_at = started_at")
+    conn.commit()
+    conn.close()
+    code, report = _doctor(rheo)
+    assert code == 1
+    bad = [c for c in report["checks"] if not c["ok"]]
+    assert [c["name"] for c in bad] == ["sessions"], bad
+    assert "--repair" in bad[0]["detail"]
+    code, report = _doctor(rheo, "--repair")
+    assert code == 0, report
+    assert any("recounted" in r for r in report["repaired"])
+    assert _ledger(home) == ledger
+    turns = db_rows(home, "SELECT count(*), max(ts) FROM turns")[0]
+    assert tuple(db_rows(home, "SELECT sum(turns), max(last_turn_at) FROM sessions")[0]) == (
+        turns[0], turns[1],
+    )  # fmt: skip

@@ -181,12 +181,13 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
     names = [line.split(":", 1)[0].split(None, 1)[1] for line in lines]
     assert names == ["config", "api key", "permissions", "database", "schema", "tables",
                      "append-only guards", "row-level security", "extensions",
-                     "search indexes", "jobs"]  # fmt: skip
+                     "search indexes", "sessions", "jobs"]  # fmt: skip
     assert all(line.startswith("ok ") for line in lines)
     assert "sekrit" not in healthy.stdout + healthy.stderr
     assert "PostgreSQL" in lines[3] and f"version {pg_schema.SCHEMA_VERSION}" in lines[4]
 
-    # Break three promises: a guard off, a policy gone, a job whose runner died.
+    # Break four promises: a guard off, a policy gone, a job whose runner died, a session's
+    # counters.
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as a:
@@ -194,6 +195,7 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
         a.execute("DROP POLICY memory_items_tenant ON memory_items")
         a.execute("UPDATE jobs SET status = 'running', lease_until = 1, leased_by = 'gone' "
                   "WHERE id = (SELECT min(id) FROM jobs)")  # fmt: skip
+        a.execute("UPDATE sessions SET turns = 99 WHERE profile = 'default'")
     broken = rheo("doctor", "--json")
     assert broken.exit_code == 1
     report = json.loads(broken.stdout)
@@ -201,17 +203,21 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
     assert bad == {
         "append-only guards": "turns_no_delete is disabled",
         "row-level security": "memory_items: policy memory_items_tenant is missing",
+        "sessions": "1 session(s) whose turn count or times disagree with their turns "
+        "('rheo doctor --repair' recounts them)",
         "jobs": bad["jobs"],
     }
     assert "1 running past their lease" in bad["jobs"]
     text_out = rheo("doctor")
-    assert text_out.exit_code == 1 and text_out.stderr.startswith("rheo: 3 problem(s)")
+    assert text_out.exit_code == 1 and text_out.stderr.startswith("rheo: 4 problem(s)")
     fixed = rheo("doctor", "--repair", "--json")
     assert fixed.exit_code == 0, fixed.stdout
     repaired = json.loads(fixed.stdout)["repaired"]
     assert "turns_no_delete enabled" in repaired
     assert "row-level security of memory_items restored" in repaired
     assert any("put back in the queue" in line for line in repaired)
+    assert "recounted the turns and times of 1 session(s)" in repaired
+    assert admin_rows(url, "SELECT turns FROM sessions WHERE profile = 'default'") == [(4,)]
     assert rheo("doctor").exit_code == 0
     # What the repairs restored holds again.
     with psycopg.connect(url, autocommit=True) as a:

@@ -10,9 +10,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..ledger import counters
 from ..store import crash
 from ..store.db import write
 from ..store.errors import InvalidInput
+from ..store.profiles import check_profile
 from ..store.timeutil import from_stored, to_stored
 from .keys import KINDS, Keyed, keys_of
 
@@ -54,12 +56,14 @@ def import_records(
 ) -> ImportCounts:
     """Write ``(line number, record)`` pairs (records as `export_records` makes them) in one
     transaction; records whose key is already stored are skipped. Raises InvalidInput naming
-    the line of the first record that is malformed or refers to a key not seen before; then
-    nothing is written."""
+    the line of the first record that is malformed, names a profile no command accepts, or
+    refers to a key not seen before; then nothing is written. A session that gains turns has
+    its counters (turns, first and last turn's time) recounted from them."""
     counts = ImportCounts()
     keyed: dict[str, Keyed] = {}
     maps: dict[str, dict[str, int]] = {}
     links: list[tuple[int, int, str | None, str | None, str]] = []
+    touched: dict[str, set[int]] = {}
     with write(conn):
         for line, rec in records:
             kind = rec.get("type")
@@ -71,6 +75,7 @@ def import_records(
             profile, key = rec["profile"], rec["key"]
             if not isinstance(profile, str) or not isinstance(key, str) or not profile:
                 raise InvalidInput(f"line {line}: key and profile must be text")
+            _check_profile(profile, line)
             if profile not in keyed:
                 keyed[profile] = keys_of(conn, profile)
                 k = keyed[profile]
@@ -96,6 +101,8 @@ def import_records(
                 raise InvalidInput(f"line {line}: malformed {kind} record ({exc})") from None
             known[key] = new_id
             counts.added[kind] += 1
+            if kind == "turn":
+                touched.setdefault(profile, set()).add(known[rec["session"]])
             crash.reach("import.record")
         for item_id, line, superseded, conflict, profile in links:
             known = maps[profile]
@@ -107,7 +114,19 @@ def import_records(
                 conn.execute(
                     f"UPDATE memory_items SET {column} = ? WHERE id = ?", (known[value], item_id)
                 )
+        # A session already stored that gains turns (a later export of it) counts them.
+        for profile, sessions in touched.items():
+            counters.recount(conn, sessions, profile)
     return counts
+
+
+def _check_profile(name: str, line: int) -> None:
+    """The rule every command holds profile names to (`check_profile`), naming the line: a
+    profile no command accepts could never be viewed or purged."""
+    try:
+        check_profile(name)
+    except InvalidInput as exc:
+        raise InvalidInput(f"line {line}: {exc}") from None
 
 
 class _Refs:
