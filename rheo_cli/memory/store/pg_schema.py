@@ -381,8 +381,6 @@ def trial_migrate(conn: PgConnection) -> str | None:
     """Create rheo's schema in a transaction that is rolled back, to learn whether the first
     rheo command could: None when it could, else the server's error on one line. Nothing is
     left behind."""
-    import psycopg
-
     raw = conn.raw
     try:
         with owner_rights(conn), raw.transaction(force_rollback=True):
@@ -392,7 +390,7 @@ def trial_migrate(conn: PgConnection) -> str | None:
             )
             for _, script in MIGRATIONS:
                 raw.execute(qualified(conn, script).encode())
-    except psycopg.Error as exc:
+    except Exception as exc:  # noqa: BLE001 - the driver's error, whatever it is, is the answer
         return " ".join(str(exc).split())[:200]
     return None
 
