@@ -146,8 +146,8 @@ def set_(
       rheo config set session.gap_hours 4
       rheo config set model claude-opus-5
     """
-    from ..config_keys import set_value, toml_value
+    from ..config_keys import BY_NAME, set_value, toml_value
 
     path = _config_path()
     stored = set_value(path, key, value)
-    echo(f"{key} = {toml_value(stored)}  (in {path})")
+    echo(f"{key} = {toml_value(BY_NAME[key].shown(stored))}  (in {path})")

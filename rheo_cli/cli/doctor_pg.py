@@ -53,7 +53,12 @@ def run_pg_checks(
             _attempt(repaired, "the schema", upgrade)
         version = pg_schema.schema_version(opened)
         if version == 0 and len(pg_health.missing_tables(opened)) == len(pg_health.TABLES):
-            checks.append(Check("schema", True, "no rheo tables yet: any rheo command makes them"))
+            refused = pg_schema.trial_migrate(opened)  # rolled back: nothing is left behind
+            checks.append(
+                Check("schema", True, "no rheo tables yet: any rheo command makes them")
+                if refused is None
+                else Check("schema", False, f"rheo cannot create its tables here: {refused}")
+            )
             return checks
         problems = pg_health.schema_problems(opened)
         checks.append(Check("schema", not problems, "; ".join(problems) or f"version {version}"))

@@ -226,3 +226,55 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
         assert a.execute("SELECT count(*) FROM memory_items").fetchone()[0] == 0
         with pytest.raises(psycopg.Error, match="append-only"):
             a.execute("DELETE FROM turns")
+
+
+def test_doctor_reports_a_store_rheo_cannot_create_as_a_problem(rheo, monkeypatch):
+    import uuid
+
+    import psycopg
+
+    base = os.environ["RHEO_TEST_DATABASE_URL"]
+    tag = uuid.uuid4().hex[:10]
+    role, schema = f"limited_{tag}", f"closed_{tag}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"CREATE SCHEMA {schema}")
+        admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")  # no CREATE
+    user_url = base.replace("://rheo@", f"://{role}@", 1)
+    sep = "&" if "?" in user_url else "?"
+    monkeypatch.setenv("RHEO_DATABASE_URL", f"{user_url}{sep}options=-csearch_path%3D{schema}")
+    try:
+        result = rheo("doctor")
+        assert result.exit_code == 1
+        line = [x for x in result.stdout.splitlines() if " schema:" in x]
+        assert line and line[0].startswith("PROBLEM"), result.stdout
+        assert "cannot create its tables" in line[0] and "permission denied" in line[0]
+        assert rheo("history", "recent").exit_code == 1  # what doctor foretold
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+            admin.execute(f"DROP ROLE {role}")
+
+
+def test_doctor_and_commands_work_in_a_schema_of_their_own(rheo, monkeypatch):
+    import uuid
+
+    import psycopg
+
+    base = os.environ["RHEO_TEST_DATABASE_URL"]
+    schema = "own_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in base else "?"
+    monkeypatch.setenv("RHEO_DATABASE_URL", f"{base}{sep}options=-csearch_path%3D{schema}")
+    try:
+        first = rheo("doctor")
+        assert "ok        schema: no rheo tables yet" in first.stdout, first.stdout
+        done = rheo("history", "recent")
+        assert done.exit_code == 0, done.stderr
+        after = rheo("doctor")
+        assert "PROBLEM" not in after.stdout.replace("PROBLEM   api key", ""), after.stdout
+        assert "search indexes: indexes valid" in after.stdout
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -151,3 +151,24 @@ def test_on_postgres_a_file_of_several_profiles_goes_into_each_tenant(conn, back
         assert other.execute("SELECT count(*) FROM turns").fetchone()[0] == 1  # only acme's
         other.set_tenant("globex")
         assert export(other, ["globex"]) == globex
+
+
+def test_the_same_document_active_in_both_stores_is_already_there(conn, backend, tmp_path):
+    seed(conn)
+    records = export(conn, ["default"])
+    with another_store(backend, tmp_path) as other:
+        # the unchanged file added to the other store too, at another time
+        documents.add_document(
+            other, "default", "/docs/guide.md", GUIDE_V2, NOW + timedelta(days=3)
+        )
+        counts = exchange.import_records(other, numbered(records))
+        versions = documents.list_documents(other, "default", all_versions=True)
+        guide = [d for d in versions if d.source == "/docs/guide.md"]
+        assert [d.status for d in guide if d.status == "active"] == ["active"]  # one active
+        active = next(d for d in guide if d.status == "active")
+        chunks = documents.document_chunks(other, "default", active.id)
+        assert len(chunks) == 2  # its chunks were not added a second time
+        assert counts.added["kb_document"] == 2  # guide v1 (replaced) and old.txt (removed)
+        assert counts.present >= 3  # the active guide and its two chunks
+        again = exchange.import_records(other, numbered(records))
+        assert again.added["kb_document"] == 0 and again.added["kb_chunk"] == 0

@@ -148,10 +148,14 @@ def import_records(
     `export_records` makes them) inside the caller's transaction; records whose key is
     already stored are skipped. Returns ``(added per kind, already present)``.
 
+    An active version whose text (SHA-256) is the active version here — the same file added
+    to both stores — is already there: it and its chunks are counted as present.
+
     Raises InvalidInput naming the line of a malformed record, one referring to a document
     not stored or before it, or an active version of a document that is already active here
-    in another version (remove it first with ``rheo kb remove``)."""
+    in a version with other text (remove it first with ``rheo kb remove``)."""
     known = keys(conn, profile)
+    same: set[str] = set()  # document keys of the file standing for an identical active version
     added = dict.fromkeys(KINDS, 0)
     present = 0
     links: list[tuple[int, int, str]] = []
@@ -167,14 +171,22 @@ def import_records(
             if status not in STATUSES:
                 raise InvalidInput(f"line {line}: status must be one of {', '.join(STATUSES)}")
             source = _text(rec, line, "source")
-            if (
-                status == "active"
-                and conn.execute(
-                    "SELECT 1 FROM kb_documents WHERE profile = ? AND source = ? "
+            active = (
+                conn.execute(
+                    "SELECT id, sha256 FROM kb_documents WHERE profile = ? AND source = ? "
                     "AND status = 'active'",
                     (profile, source),
                 ).fetchone()
-            ):
+                if status == "active"
+                else None
+            )
+            if active is not None and active[1] == _text(rec, line, "sha256"):
+                # The same text is active here already (added to both stores): it is there.
+                known[key] = int(active[0])
+                same.add(key)
+                present += 1
+                continue
+            if active is not None:
                 raise InvalidInput(
                     f"line {line}: knowledge document {source!r} is already active here in "
                     "another version (rheo kb remove it first)"
@@ -195,6 +207,9 @@ def import_records(
             document = rec.get("document")
             if not isinstance(document, str) or document not in known:
                 raise InvalidInput(f"line {line}: document {document!r} is not a record before it")
+            if document in same:  # a chunk of a version already here: its own chunks stand
+                present += 1
+                continue
             new_id = conn.execute(
                 "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
                 "VALUES (?, ?, ?, ?, ?) RETURNING id",

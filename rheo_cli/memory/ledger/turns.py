@@ -234,9 +234,10 @@ def get_turns(conn: sqlite3.Connection, profile: str, ids: Iterable[int]) -> lis
 
 
 def recent_turns(conn: sqlite3.Connection, profile: str, limit: int = 20) -> list[Turn]:
-    """The last ``limit`` turns of the profile, oldest first."""
+    """The last ``limit`` turns of the profile in time (by ``ts``, then id: imported history
+    sorts by its own dates), oldest first."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? ORDER BY id DESC LIMIT ?",
+        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? ORDER BY ts DESC, id DESC LIMIT ?",
         (profile, limit),
     ).fetchall()
     return [_row_to_turn(r) for r in reversed(rows)]
@@ -475,17 +476,18 @@ def last_turn_ids(turns: Sequence[Turn]) -> list[int]:
 def unanswered_question(conn: sqlite3.Connection, profile: str) -> Turn | None:
     """The profile's last user turn when its reply failed (an ``error`` turn follows it, or no
     turn at all), to be sent again without storing it twice; None when it was answered (or
-    interrupted by the person) or there is no question."""
+    interrupted by the person) or there is no question. Imported history is not looked at."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM turns WHERE profile = ? AND role = 'user' "
-        "ORDER BY id DESC LIMIT 1",
+        "AND source_key IS NULL ORDER BY id DESC LIMIT 1",
         (profile,),
     ).fetchone()
     if row is None:
         return None
     question = _row_to_turn(row)
     reply = conn.execute(
-        "SELECT status FROM turns WHERE profile = ? AND id > ? ORDER BY id DESC LIMIT 1",
+        "SELECT status FROM turns WHERE profile = ? AND id > ? AND source_key IS NULL "
+        "ORDER BY id DESC LIMIT 1",
         (profile, question.id),
     ).fetchone()
     if reply is None or reply["status"] == "error":

@@ -21,6 +21,7 @@ from .pg_schema import (
     SCHEMA_VERSION,
     TENANT_TABLES,
     owner_rights,
+    qualified,
     schema_version,
 )
 
@@ -348,13 +349,13 @@ def repair_search(conn: PgConnection, profile: str) -> list[str]:
                     f"ALTER TABLE {table} ADD COLUMN fts tsvector "
                     f"GENERATED ALWAYS AS ({FTS_COLUMNS[table]}) STORED"
                 )
-                raw.execute(SEARCH_INDEXES[index].encode())
+                raw.execute(qualified(conn, SEARCH_INDEXES[index]).encode())
             done.append(f"{table}.fts computed again from the text, {index} rebuilt")
             problems = [p for p in problems if not p.startswith(f"{index} ")]
         for problem in problems:
             name = problem.split()[0]
             if problem.endswith("missing"):
-                raw.execute(SEARCH_INDEXES[name].encode())
+                raw.execute(qualified(conn, SEARCH_INDEXES[name]).encode())
                 done.append(f"{name} built")
             else:
                 raw.execute(f"REINDEX INDEX {name}")

@@ -21,6 +21,7 @@ migration that has shipped: add a new one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -440,6 +441,60 @@ MIGRATIONS: list[tuple[str, str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+EXTENSION_SETUP = (
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public",
+    "CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public",
+)
+"""Installs the extensions search needs where none is installed (an existing one, in any
+schema, is used where it is)."""
+
+_TRGM_OPS = re.compile(r'(?<![\w."])gin_trgm_ops\b')
+
+
+def qualified(conn: PgConnection, script: str) -> str:
+    """``script`` with the extensions' objects named in the schema each extension lives in:
+    ``gin_trgm_ops`` and ``public.unaccent`` become ``<pg_trgm's schema>.gin_trgm_ops`` and
+    ``<unaccent's schema>.unaccent``, so rheo works in a schema of its own (a search path
+    without the extensions' schema) and with extensions installed outside ``public``.
+    Installs a missing extension first (`EXTENSION_SETUP`, in the caller's transaction)."""
+    if "gin_trgm_ops" not in script and "public.unaccent" not in script:
+        return script
+    raw = conn.raw
+    for statement in EXTENSION_SETUP:
+        raw.execute(statement)
+    schemas = dict(
+        raw.execute(
+            "SELECT extname, extnamespace::regnamespace::text FROM pg_extension "
+            "WHERE extname IN ('pg_trgm', 'unaccent')"
+        ).fetchall()
+    )
+    trgm = schemas.get("pg_trgm")
+    if trgm:
+        script = _TRGM_OPS.sub(lambda _: f"{trgm}.gin_trgm_ops", script)
+    accent = schemas.get("unaccent")
+    if accent:
+        script = script.replace("public.unaccent", f"{accent}.unaccent")
+    return script
+
+
+def trial_migrate(conn: PgConnection) -> str | None:
+    """Create rheo's schema in a transaction that is rolled back, to learn whether the first
+    rheo command could: None when it could, else the server's error on one line. Nothing is
+    left behind."""
+    raw = conn.raw
+    try:
+        with owner_rights(conn), raw.transaction(force_rollback=True):
+            raw.execute(
+                "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, "
+                "name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            for _, script in MIGRATIONS:
+                raw.execute(qualified(conn, script).encode())
+    except Exception as exc:  # noqa: BLE001 - the driver's error, whatever it is, is the answer
+        return " ".join(str(exc).split())[:200]
+    return None
+
+
 def _is_superuser(conn: PgConnection) -> bool:
     return bool(conn.raw.execute("SELECT current_setting('is_superuser') = 'on'").fetchone()[0])
 
@@ -494,7 +549,7 @@ def migrate(conn: PgConnection) -> list[str]:
             if current == SCHEMA_VERSION:
                 break
             name, script = MIGRATIONS[current]
-            raw.execute(script.encode())
+            raw.execute(qualified(conn, script).encode())
             raw.execute(
                 "INSERT INTO schema_migrations(version, name, applied_at) VALUES (%s, %s, %s)",
                 (current + 1, name, datetime.now(UTC).isoformat(timespec="seconds")),
