@@ -109,7 +109,7 @@ def ask(
     from ..turn.results import TurnFailed, TurnInterrupted, outcome_json
     from ..turn.wiring import make_assistant
     from ..ui.output import print_json
-    from ..ui.wording import NOTHING_TO_RETRY, failed_line, interrupted_line
+    from ..ui.wording import NOTHING_TO_RETRY, cut_line, failed_line, interrupted_line
 
     if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
         raise UsageError("use only one of --continue, --session, --new and --retry")
@@ -178,6 +178,8 @@ def ask(
         rt.close()
     if json_out:
         print_json({**result.to_json(), "session_number": session_number})
+    if result.cut:
+        say_error(f"note: {cut_line(result)}")
     if usage:
         say_error(usage_line(result.usage))
     if writer.write_error or sys.stdout is None:

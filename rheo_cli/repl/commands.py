@@ -83,7 +83,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     ``question`` (a stored user turn) is sent again instead of storing ``text`` (/retry)."""
     from ..background.worker import kick_background
     from ..ui.stream import ReplyWriter
-    from ..ui.wording import failed_line, interrupted_line
+    from ..ui.wording import cut_line, failed_line, interrupted_line
 
     guidance = state.rt.provider_ready()
     if guidance is not None:
@@ -95,7 +95,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     new = state.force_new
     state.force_new = False
     try:
-        state.assistant.turn(
+        result = state.assistant.turn(
             text,
             new_session=new,
             on_text=writer,
@@ -103,6 +103,8 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
             question=question,  # type: ignore[arg-type]
         )
         writer.finish()
+        if result.cut:
+            _notes(state, [cut_line(result)])
     except TurnInterrupted as exc:
         writer.finish()
         if exc.turn.id:

@@ -3,7 +3,8 @@ model, record the reply.
 
 The order is the promise of "nothing lost": the person's turn is committed before the model
 is called; the reply is committed with its status whatever happens (``ok``, ``interrupted``
-with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
+with the partial text on Ctrl-C or when the reply was cut at the max_tokens limit, ``error``
+with what arrived before a failure).
 """
 
 from __future__ import annotations
@@ -168,10 +169,20 @@ class Assistant:
             raise TurnFailed(exc, turn, user_turn) from None
         text = reply.text.strip()
         if not text:
-            error = ProviderError("other", "the model answered with no text")
+            error = ProviderError(
+                "other",
+                f"the reply was cut at the max_tokens limit ({request.max_tokens:,} tokens) "
+                "before any text"
+                if reply.cut
+                else "the model answered with no text",
+            )
             turn = self._record(user_turn, reply, "error", content="", error=error)
             raise TurnFailed(error, turn, user_turn)
-        assistant_turn = self._record(user_turn, reply, "ok", content=text)
+        # A reply cut at the max_tokens limit is incomplete: kept as `interrupted`, with
+        # meta stop_reason "max_tokens" saying why, and still delivered.
+        assistant_turn = self._record(
+            user_turn, reply, "interrupted" if reply.cut else "ok", content=text
+        )
         self._after(user_turn, assistant_turn)
         return TurnResult(
             reply=text,
@@ -181,6 +192,9 @@ class Assistant:
             model=reply.model,
             context=ctx,
             tool_calls=reply.tool_calls,
+            stop_reason=reply.stop_reason,
+            max_tokens=request.max_tokens,
+            provider=getattr(backend, "name", ""),
         )
 
     def _record(

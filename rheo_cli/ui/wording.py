@@ -54,4 +54,27 @@ def failed_line(error: object) -> str:
     return f"{error} (the question is kept: 'rheo ask --retry' or /retry sends it again)"
 
 
+MAX_TOKENS_CEILING = 1_000_000
+"""The highest ``max_tokens`` config.toml accepts."""
+
+
+def cut_line(result: Any) -> str:
+    """What is said when a reply stopped at the model's output limit (a `TurnResult` whose
+    ``cut`` is true): the limit, that the reply is incomplete, and the setting that raises
+    it — ``max_tokens`` for the API providers, Claude Code's own environment variable for
+    Claude Code (rheo does not pass its limit to ``claude``)."""
+    if getattr(result, "provider", "") == "claude-code":
+        return (
+            "the reply was cut at Claude Code's output token limit and is incomplete; "
+            "raise the limit with the CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable"
+        )
+    limit = int(getattr(result, "max_tokens", 0) or 0)
+    more = min(max(limit * 2, 1024), MAX_TOKENS_CEILING)
+    size = f" ({limit:,} tokens)" if limit else ""
+    return (
+        f"the reply was cut at the max_tokens limit{size} and is incomplete; "
+        f"raise it with 'rheo config set max_tokens {more}'"
+    )
+
+
 NOTHING_TO_RETRY = "nothing to retry: the last question was answered"
