@@ -233,3 +233,18 @@ def test_an_unopenable_store_answers_without_memory(rheo, api, home, monkeypatch
     asked = "".join(part["text"] for part in api.last.body["messages"][-1]["content"])
     assert "===" not in asked and asked.endswith("Hi there")
     assert _sha(home / "rheo.db") == sha
+
+
+def test_an_unreachable_postgresql_store_answers_without_memory(rheo, api, home, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("RHEO_DATABASE_URL", f"postgresql://rheo@127.0.0.1:{port}/rheo")
+    api.queue(text("Hello."))
+    result = rheo("ask", "Hi there")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "Hello.\n"
+    line = _one_note(result.stderr)
+    assert "memory unavailable: cannot connect to PostgreSQL" in line, line
