@@ -1,7 +1,8 @@
 """rheo's export format: JSON Lines, one record per line, a header line first.
 
 The header is ``{"type": "header", "format": "rheo-export", "version": 1, "profiles": [...]}``
-(version 2 when the file holds knowledge-base records); the records follow (see
+(version 2 when the file holds knowledge-base records, 3 when it holds memory items of one
+assistant); the records follow (see
 `rheo_cli.memory.archive` and `rheo_cli.memory.exchange`). Lines are written with sorted keys
 and no extra spaces, so the same store always exports to the same bytes.
 """

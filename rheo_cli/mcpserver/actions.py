@@ -200,7 +200,8 @@ def context(rt: Runtime, *, message: str, budget: int | None = None) -> str:
 
     if not message.strip():
         raise ToolInputError("message must not be empty")
-    info = preview(rt, message, budget=budget)
+    # A client's message is not stored by rheo, so its "remember that ..." is not honoured.
+    info = preview(rt, message, budget=budget, honour=False)
     clock = info["system"][-1]["text"]
     text = "".join(
         part["text"] for msg in info["messages"] for part in msg["content"] if "text" in part

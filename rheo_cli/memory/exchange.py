@@ -2,8 +2,10 @@
 knowledge base (`kb.transfer`), and the PostgreSQL side of both.
 
 An export holding knowledge-base records says version 2 in its header, so an older rheo
-refuses it with one line instead of stopping at the first record it does not know; an export
-without them stays version 1, byte for byte what it was.
+refuses it with one line instead of stopping at the first record it does not know; one holding
+memory items of one assistant (their ``assistant`` field) says version 3, so an older rheo
+refuses it rather than import those facts as shared; an export with neither stays version 1,
+byte for byte what it was.
 
 On PostgreSQL a connection is bound to one tenant: a snapshot is a ``REPEATABLE READ``
 transaction, and an import writes each profile's records as that profile's tenant (for the
@@ -27,8 +29,9 @@ from .store.errors import InvalidInput
 from .store.pg import dialect
 from .store.profiles import check_profile
 
-VERSION = 2
-"""The newest export format this rheo reads and writes (2: with the knowledge base)."""
+VERSION = 3
+"""The newest export format this rheo reads and writes (2: with the knowledge base; 3: with
+assistant-specific memory items)."""
 
 KINDS = (*archive.KINDS, *kb_transfer.KINDS)
 
@@ -60,9 +63,10 @@ def export_records(conn: sqlite3.Connection, names: list[str]) -> Iterator[dict[
     """The header, every record `archive.export_records` yields for ``names``, then each
     profile's knowledge base. Read inside a `snapshot`."""
     with_kb = kb_transfer.has_documents(conn, names)
+    version = 3 if archive.has_assistant_items(conn, names) else 2 if with_kb else None
     for record in archive.export_records(conn, names):
-        if record.get("type") == "header" and with_kb:
-            record = {**record, "version": VERSION}
+        if record.get("type") == "header" and version is not None:
+            record = {**record, "version": version}
         yield record
     if with_kb:
         for profile in names:

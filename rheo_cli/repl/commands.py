@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..memory.store.errors import StoreError
 from ..runtime import Runtime
 from ..turn.assistant import Assistant
 from ..turn.record import SessionPurged
@@ -84,7 +85,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     ``question`` (a stored user turn) is sent again instead of storing ``text`` (/retry)."""
     from ..background.worker import kick_background
     from ..ui.stream import ReplyWriter
-    from ..ui.wording import failed_line, interrupted_line
+    from ..ui.wording import cut_line, failed_line, interrupted_line, not_stored_line
 
     guidance = state.rt.provider_ready()
     if guidance is not None:
@@ -96,7 +97,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     new = state.force_new
     state.force_new = False
     try:
-        state.assistant.turn(
+        result = state.assistant.turn(
             text,
             new_session=new,
             on_text=writer,
@@ -104,9 +105,16 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
             question=question,  # type: ignore[arg-type]
         )
         writer.finish()
+        if result.cut:
+            _notes(state, [cut_line(result)])
+        if state.assistant.not_stored is not None:  # the reply came; memory could not keep it
+            _notes(state, [not_stored_line(state.assistant.not_stored)])
     except TurnInterrupted as exc:
         writer.finish()
-        if exc.turn.id:
+        unstored = state.assistant.not_stored
+        if unstored is not None:
+            state.say(f"\nrheo: interrupted; {not_stored_line(unstored)}")
+        elif exc.turn.id:
             state.say("\n" + interrupted_line(exc.turn.id))
         else:
             state.say("\n[interrupted — the partial reply is not stored (incognito)]")
@@ -116,8 +124,12 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
             raise exc.cause from None
     except TurnFailed as exc:
         writer.finish()
-        state.say(f"rheo: {failed_line(exc.error)}")
-    except sqlite3.Error as exc:  # the ledger cannot be written: say so, keep the REPL
+        unstored = state.assistant.not_stored
+        if unstored is not None and not unstored.reply_only:
+            state.say(f"rheo: {exc.error}; {not_stored_line(unstored)}")
+        else:
+            state.say(f"rheo: {failed_line(exc.error)}")
+    except (sqlite3.Error, StoreError) as exc:  # busy past the timeout, a newer store
         writer.finish()
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
     except SessionPurged as exc:  # `rheo purge` ran meanwhile: say so, keep the REPL
@@ -345,7 +357,11 @@ def run_slash(state: ReplState, line: str) -> None:
         handler(state, arg.strip())
     except Exception as exc:  # noqa: BLE001 - a slash command never ends the REPL
         from ..memory.store.errors import EngineError
+        from ..ui.wording import database_message
 
+        if isinstance(exc, sqlite3.Error):  # e.g. /done on a read-only store
+            state.say(f"rheo: {database_message(exc)}")
+            return
         if not isinstance(exc, EngineError):
             raise
         state.say(f"rheo: {exc}")

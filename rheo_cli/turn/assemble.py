@@ -15,6 +15,10 @@ from ..runtime import Runtime
 from .request import build_request
 
 
+class _NoMemory(Exception):
+    """Raised inside `compose` to build the context without the store."""
+
+
 def compose(
     rt: Runtime,
     user_turn: ledger.Turn,
@@ -24,6 +28,7 @@ def compose(
     tools: list[Any] | None = None,
     extra_system: str | None = None,
     notes: list[str] | None = None,
+    memory: bool = True,
 ) -> tuple[Context, ChatRequest]:
     """The context and the model request for the person's turn ``user_turn``.
 
@@ -33,12 +38,15 @@ def compose(
     ``extra_system`` (``rheo ask -s``) go into the request as they are.
 
     Memory never stops the chat: parts of the store that cannot be read are left out with a
-    note, and if nothing can be read the message goes alone, with a note. Raises ConfigError
-    when the chosen assistant's prompt file cannot be read.
+    note, and if nothing can be read the message goes alone, with a note. ``memory`` False
+    (the store could not be opened, which the caller already says): the message goes alone,
+    without a note. Raises ConfigError when the chosen assistant's prompt file cannot be read.
     """
     now = rt.now()
     stored = stored and bool(user_turn.id)
     try:
+        if not memory:
+            raise _NoMemory
         ctx = context_mod.assemble(
             rt.conn,
             profile=rt.profile,
@@ -50,6 +58,13 @@ def compose(
             budget=budget,
             assistant=rt.assistant_name,
             tolerant=True,
+        )
+    except _NoMemory:
+        ctx = Context(
+            sections=[],
+            message=user_turn.content,
+            budget=rt.settings.budget_tokens if budget is None else budget,
+            session_id=None,
         )
     except (sqlite3.DatabaseError, EngineError) as exc:
         ctx = Context(

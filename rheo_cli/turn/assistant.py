@@ -3,23 +3,33 @@ model, record the reply.
 
 The order is the promise of "nothing lost": the person's turn is committed before the model
 is called; the reply is committed with its status whatever happens (``ok``, ``interrupted``
-with the partial text on Ctrl-C, ``error`` with what arrived before a failure).
+with the partial text on Ctrl-C or when the reply was cut at the max_tokens limit, ``error``
+with what arrived before a failure).
+
+Memory never breaks the chat: when the ledger cannot be written (a read-only file, a full
+disk) the reply still comes, made with what can be read, and `Assistant.not_stored` says
+what was not stored and why; when the store cannot even be opened, the reply is made without
+memory. Only a lock held past the busy timeout (try again) and a store from a newer rheo
+(upgrade) still stop the turn before the model is called.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
+from ..memory.store.errors import NewerStore, StoreError
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ChatRequest, Provider, ProviderError, ToolCall
 from ..runtime import Runtime
 from . import assemble, store
 from .converse import Reply, converse
 from .record import record_reply
-from .results import TurnFailed, TurnInterrupted, TurnResult
+from .results import NotStored, TurnFailed, TurnInterrupted, TurnResult
 
 ToolRunner = Callable[[ToolCall, ledger.Turn], str]
 
@@ -51,6 +61,10 @@ class Assistant:
         no turn, no session change, no extraction, and no tools (they could write memory)."""
         self.repairs: list[str] = []
         """One-line notes of store repairs made during the last turn (shown to the person)."""
+        self.not_stored: NotStored | None = None
+        """Why the last turn, or its reply, was not stored although it should have been (the
+        ledger could not be written, the store not opened); None when all was stored (or
+        nothing was meant to be: incognito). Front ends tell the person in one line."""
 
     def store_message(
         self,
@@ -73,7 +87,10 @@ class Assistant:
             repairs=self.repairs,
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
-            self.on_session_closed(appended.closed_session.id)
+            # The turn is stored; a digest job not queued now is queued the next time the
+            # store is opened (`runtime.queue_closed`).
+            with contextlib.suppress(sqlite3.Error, StoreError):
+                self.on_session_closed(appended.closed_session.id)
         if self.on_message is not None:
             self.on_message(appended.turn)
         return appended
@@ -89,9 +106,11 @@ class Assistant:
             user_turn,
             budget=budget,
             stored=not self.incognito,
-            tools=[] if self.incognito else self.tools,  # tools could write memory
+            # Tools could write memory: none for a turn that is not stored.
+            tools=[] if self.incognito or not user_turn.id else self.tools,
             extra_system=self.extra_system,
             notes=self.repairs,
+            memory=not (self.not_stored is not None and self.not_stored.unopened),
         )
 
     def turn(
@@ -112,25 +131,40 @@ class Assistant:
 
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
-        in both cases.
+        in both cases — unless the ledger cannot be written: then the turn goes on unstored
+        and `not_stored` says why. Raises sqlite3.OperationalError when the store stayed
+        busy past the busy timeout, NewerStore for a store from a newer rheo, and the
+        engine's NotFound for a ``session_id`` that is not the profile's.
         """
         self.repairs = []
+        self.not_stored = None
         if question is not None:
             user_turn = question
         elif self.incognito:
-            user_turn = ledger.Turn(
-                id=0,
-                profile=self.rt.profile,
-                session_id=0,
-                role="user",
-                content=message,
-                ts=to_stored(self.rt.now()),
-            )
+            user_turn = self._unstored_turn(message)
         else:
-            user_turn = self.store_message(
-                message, new_session=new_session, session_id=session_id
-            ).turn
+            try:
+                user_turn = self.store_message(
+                    message, new_session=new_session, session_id=session_id
+                ).turn
+            except (sqlite3.Error, StoreError) as exc:
+                if isinstance(exc, NewerStore) or _busy(exc):
+                    raise
+                # Memory never breaks the chat: answer with what can be read, store nothing.
+                self.not_stored = NotStored(exc, unopened=isinstance(exc, StoreError))
+                user_turn = self._unstored_turn(message)
         return self.respond(user_turn, on_text=on_text, on_context=on_context, provider=provider)
+
+    def _unstored_turn(self, message: str) -> ledger.Turn:
+        """The person's turn as it would be, not in the ledger (id 0, no session)."""
+        return ledger.Turn(
+            id=0,
+            profile=self.rt.profile,
+            session_id=0,
+            role="user",
+            content=message,
+            ts=to_stored(self.rt.now()),
+        )
 
     def respond(
         self,
@@ -142,8 +176,9 @@ class Assistant:
     ) -> TurnResult:
         """Answer a person's turn that is already stored (a fresh one, or one whose reply
         failed or never came: a retry, a front end catching up after a crash): assemble,
-        converse, record. Raises like `turn`. In `incognito` mode ``user_turn`` is not stored
-        (id 0) and neither is the reply.
+        converse, record. Raises like `turn`. In `incognito` mode, or when the ledger could
+        not be written, ``user_turn`` is not stored (id 0) and neither is the reply. A reply
+        that cannot be stored is still returned (or raised with), with `not_stored` set.
         """
         ctx, request = self.compose(user_turn)
         if on_context is not None:
@@ -168,10 +203,20 @@ class Assistant:
             raise TurnFailed(exc, turn, user_turn) from None
         text = reply.text.strip()
         if not text:
-            error = ProviderError("other", "the model answered with no text")
+            error = ProviderError(
+                "other",
+                f"the reply was cut at the max_tokens limit ({request.max_tokens:,} tokens) "
+                "before any text"
+                if reply.cut
+                else "the model answered with no text",
+            )
             turn = self._record(user_turn, reply, "error", content="", error=error)
             raise TurnFailed(error, turn, user_turn)
-        assistant_turn = self._record(user_turn, reply, "ok", content=text)
+        # A reply cut at the max_tokens limit is incomplete: kept as `interrupted`, with
+        # meta stop_reason "max_tokens" saying why, and still delivered.
+        assistant_turn = self._record(
+            user_turn, reply, "interrupted" if reply.cut else "ok", content=text
+        )
         self._after(user_turn, assistant_turn)
         return TurnResult(
             reply=text,
@@ -181,6 +226,9 @@ class Assistant:
             model=reply.model,
             context=ctx,
             tool_calls=reply.tool_calls,
+            stop_reason=reply.stop_reason,
+            max_tokens=request.max_tokens,
+            provider=getattr(backend, "name", ""),
         )
 
     def _record(
@@ -192,18 +240,29 @@ class Assistant:
         content: str | None = None,
         error: ProviderError | None = None,
     ) -> ledger.Turn:
-        return record_reply(
-            self.rt,
-            user_turn,
-            reply,
-            status,
-            content=content,
-            error=error,
-            stored=not self.incognito,
-        )
+        stored = not self.incognito and bool(user_turn.id)
+        try:
+            return record_reply(
+                self.rt, user_turn, reply, status, content=content, error=error, stored=stored
+            )
+        except (sqlite3.Error, StoreError) as exc:
+            # The reply is in hand (`record_reply` waited for any lock): deliver it anyway.
+            self.not_stored = NotStored(exc, reply_only=True)
+            return record_reply(
+                self.rt, user_turn, reply, status, content=content, error=error, stored=False
+            )
 
     def _after(self, user_turn: ledger.Turn, reply: ledger.Turn) -> None:
-        """Run ``after_reply`` (extraction) for a complete or interrupted reply, unless
-        incognito."""
-        if self.after_reply is not None and not self.incognito:
-            self.after_reply(user_turn, reply)
+        """Run ``after_reply`` (extraction) for a complete or interrupted reply that is
+        stored (not incognito). A store that cannot take the job leaves the exchange
+        unextracted: no memory is better than a failed chat."""
+        if self.after_reply is not None and not self.incognito and reply.id:
+            with contextlib.suppress(sqlite3.Error, StoreError):
+                self.after_reply(user_turn, reply)
+
+
+def _busy(exc: BaseException) -> bool:
+    """True for a store held by another process past the busy timeout: trying again soon
+    stores the turn, so it is reported rather than answered unstored."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)

@@ -31,12 +31,19 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 @dataclass
 class Reply:
     """What the model said in one turn so far: the text in pieces, usage summed over its
-    calls, the model that answered, and the tools it ran (name, input, result)."""
+    calls, the model that answered, the tools it ran (name, input, result) and why its last
+    call stopped (``end_turn``, ``max_tokens``...; empty until a call finished)."""
 
     model: str
     parts: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """True when the reply stopped at the request's max_tokens limit (incomplete)."""
+        return self.stop_reason == "max_tokens"
 
     @property
     def text(self) -> str:
@@ -79,6 +86,7 @@ def converse(
             raise ProviderError("stream_broken", "the reply ended without finishing")
         reply.usage = reply.usage + finished.usage
         reply.model = finished.model or reply.model
+        reply.stop_reason = finished.stop_reason
         if finished.stop_reason != "tool_use" or not pending or run_tool is None:
             return
         results = []

@@ -16,6 +16,9 @@ from ..providers.redact import redact
 from ..runtime import Runtime
 from .converse import Reply
 
+_FINISHED = ("", "end_turn", "tool_use", "stop_sequence")
+"""Stop reasons of a reply that ended normally (or never got as far): not recorded."""
+
 
 def record_reply(
     rt: Runtime,
@@ -30,7 +33,9 @@ def record_reply(
     """Append the assistant turn answering ``user_turn`` and return it: ``content`` (default
     the reply's text as it arrived), ``status``, the reply's model and usage; meta holds the
     tool calls, the error (kind and message, credentials redacted), the cost when the
-    backend reports one, ``reply_to`` and the assistant talked to.
+    backend reports one, ``stop_reason`` when the model stopped for another reason than
+    finishing (``max_tokens``: the reply was cut at the limit), ``reply_to`` and the
+    assistant talked to.
 
     ``stored`` False (incognito): nothing is written and the turn is returned with id 0.
     Raises sqlite3.Error when the ledger cannot be written (after waiting for a lock),
@@ -43,6 +48,8 @@ def record_reply(
         # The ledger cannot be changed later: no credential (a key, a password in a base
         # URL, a token in a query string) may enter it with an error message.
         meta["error"] = {k: redact(v) for k, v in (("kind", error.kind), ("message", str(error)))}
+    if reply.stop_reason not in _FINISHED:
+        meta["stop_reason"] = reply.stop_reason
     if reply.usage.cost_usd is not None:  # reported by Claude Code
         meta["cost_usd"] = round(reply.usage.cost_usd, 6)
     meta["reply_to"] = user_turn.id

@@ -11,9 +11,23 @@ from ..memory.ledger import turns as ledger
 from ..providers.base import ProviderError, Usage
 
 
+@dataclass(frozen=True)
+class NotStored:
+    """Why a turn that should have been stored was not (memory never breaks the chat: the
+    reply still comes). ``error`` is the sqlite3.Error (or StoreError) met; ``unopened``:
+    the store could not even be opened, so the reply was made without memory;
+    ``reply_only``: the person's message was stored, only the reply could not be."""
+
+    error: Exception
+    unopened: bool = False
+    reply_only: bool = False
+
+
 @dataclass
 class TurnResult:
-    """What a turn produced: the reply text, the two stored turns, usage summed over calls."""
+    """What a turn produced: the reply text, the two stored turns, usage summed over calls,
+    why the model stopped (``stop_reason``), the request's ``max_tokens`` limit and the
+    provider's name (``anthropic``, ``openai``, ``claude-code``...)."""
 
     reply: str
     user_turn: ledger.Turn
@@ -22,15 +36,24 @@ class TurnResult:
     model: str
     context: Context
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = "end_turn"
+    max_tokens: int = 0
+    provider: str = ""
+
+    @property
+    def cut(self) -> bool:
+        """True when the reply was cut at the max_tokens limit (stored as ``interrupted``)."""
+        return self.stop_reason == "max_tokens"
 
     def to_json(self) -> dict[str, Any]:
         """``rheo ask --json``: reply, session_id, turn_ids, usage, model, status, error,
-        context_tokens."""
+        stop_reason, context_tokens."""
         return {
             **_shape(self.user_turn, self.assistant_turn, self.reply, self.usage.counts()),
             "model": self.model,
             "status": self.assistant_turn.status,
             "error": None,
+            "stop_reason": self.stop_reason,
             "context_tokens": self.context.context_tokens,
         }
 
@@ -59,14 +82,16 @@ class TurnInterrupted(Exception):
 
 
 def outcome_json(user_turn: ledger.Turn, turn: ledger.Turn, error: str | None) -> dict[str, Any]:
-    """``rheo ask --json`` for a reply that did not complete: the partial text, its status and
-    the error, with the same keys as a successful reply."""
+    """``rheo ask --json`` for a reply that did not complete: the partial text, its status,
+    the error and the stop reason stored with it (None when none), with the same keys as a
+    successful reply."""
     usage = turn.usage or ledger.Usage()
     return {
         **_shape(user_turn, turn, turn.content, usage.to_json()),
         "model": turn.model,
         "status": turn.status,
         "error": error,
+        "stop_reason": turn.meta.get("stop_reason") if isinstance(turn.meta, dict) else None,
     }
 
 

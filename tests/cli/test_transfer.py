@@ -343,3 +343,33 @@ def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkey
     old_file.write_text(before)
     result = json.loads(rheo("import", str(old_file), "--json").stdout)
     assert sum(result["added"].values()) == 0
+
+
+def test_an_assistants_fact_stays_its_own_through_export_and_import(
+    rheo, monkeypatch, home, tmp_path
+):
+    config = '[assistants.sarah]\ndescription = "customer service"\n'
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(config)
+    assert rheo("memory", "add", "Prefers SMS for follow-ups", "-t", "follow-ups").exit_code == 0
+    added = rheo("memory", "add", "Send follow-ups by email", "-t", "follow-ups", "-a", "sarah")
+    assert added.exit_code == 0, added.stderr
+
+    def seen(*args: str) -> set[str]:
+        listed = json.loads(rheo("memory", "list", "--json", *args).stdout)
+        return {m["content"]["label"] for m in listed}
+
+    assert seen() == {"Prefers SMS for follow-ups"}
+    assert seen("-a", "sarah") == {"Send follow-ups by email"}
+    first = rheo("export")
+    assert json.loads(first.stdout.splitlines()[0])["version"] == 3
+    exported = tmp_path / "team.jsonl"
+    exported.write_text(first.stdout)
+    fresh = tmp_path / "fresh-home"
+    fresh.mkdir()
+    (fresh / "config.toml").write_text(config)
+    monkeypatch.setenv("RHEO_HOME", str(fresh))
+    assert rheo("import", str(exported)).exit_code == 0
+    assert seen() == {"Prefers SMS for follow-ups"}  # Sarah's fact did not become shared
+    assert seen("-a", "sarah") == {"Send follow-ups by email"}
+    assert rheo("export").stdout == first.stdout

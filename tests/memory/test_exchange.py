@@ -15,6 +15,7 @@ import pytest
 from conftest import as_tenant, pg_schema_url
 
 from rheo_cli.memory import exchange
+from rheo_cli.memory.facts.items import list_items
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.kb import documents
 from rheo_cli.memory.kb.search import search_chunks
@@ -172,3 +173,51 @@ def test_the_same_document_active_in_both_stores_is_already_there(conn, backend,
         assert counts.present >= 3  # the active guide and its two chunks
         again = exchange.import_records(other, numbered(records))
         assert again.added["kb_document"] == 0 and again.added["kb_chunk"] == 0
+
+
+def test_an_assistants_own_fact_comes_back_as_its_own(conn, backend, tmp_path):
+    """Export -> import keeps ``memory_items.assistant``: Sarah's fact stays Sarah's, the
+    shared one shared (its record written exactly as before, with no ``assistant``)."""
+    settings = Settings()
+    remember(conn, Fact("preference", "follow-ups", "Send follow-ups by email"),
+             source="manual", now=NOW, settings=settings, profile="default",
+             assistant="sarah")  # fmt: skip
+    remember(conn, Fact("fact", "tea", "Likes green tea"), source="manual", now=NOW,
+             settings=settings, profile="default")  # fmt: skip
+    records = export(conn, ["default"])
+    assert records[0]["version"] == 3  # an older rheo refuses it rather than share the fact
+    item_records = {r["label"]: r for r in records if r["type"] == "memory_item"}
+    assert item_records["Send follow-ups by email"]["assistant"] == "sarah"
+    assert "assistant" not in item_records["Likes green tea"]
+    with another_store(backend, tmp_path) as other:
+        exchange.import_records(other, numbered(records))
+        rows = other.execute("SELECT label, assistant FROM memory_items ORDER BY id").fetchall()
+        assert [tuple(r) for r in rows] == [
+            ("Send follow-ups by email", "sarah"),
+            ("Likes green tea", None),
+        ]
+        shared = list_items(other, "default", statuses=("active",))
+        sarahs = list_items(other, "default", statuses=("active",), assistant="sarah")
+        assert [i.label for i in shared] == ["Likes green tea"]
+        assert {i.label for i in sarahs} == {"Send follow-ups by email", "Likes green tea"}
+        assert export(other, ["default"]) == records
+        again = exchange.import_records(other, numbered(records))
+        assert sum(again.added.values()) == 0
+
+
+def test_a_file_without_assistants_imports_shared_and_a_bad_name_is_refused(
+    conn, backend, tmp_path
+):
+    remember(conn, Fact("fact", "tea", "Likes green tea"), source="manual", now=NOW,
+             settings=Settings(), profile="default")  # fmt: skip
+    records = export(conn, ["default"])
+    assert records[0]["version"] == 1  # as files were written before assistants
+    at = next(n for n, r in enumerate(records) if r["type"] == "memory_item")
+    with another_store(backend, tmp_path) as other:
+        for bad in ("Sarah Smith", 7):
+            broken = [*records[:at], {**records[at], "assistant": bad}, *records[at + 1 :]]
+            with pytest.raises(InvalidInput, match=f"line {at + 1}: invalid assistant name"):
+                exchange.import_records(other, numbered(broken))
+            assert other.execute("SELECT count(*) FROM memory_items").fetchone()[0] == 0
+        exchange.import_records(other, numbered(records))
+        assert other.execute("SELECT assistant FROM memory_items").fetchone()[0] is None

@@ -6,7 +6,7 @@ back in one transaction, adding only what is missing. The package exports their 
 """
 
 from .backup import backup
-from .export import export_records, header, profiles, snapshot
+from .export import export_records, has_assistant_items, header, profiles, snapshot
 from .importing import ImportCounts, import_records
 from .keys import FORMAT, KINDS, VERSION
 
@@ -17,6 +17,7 @@ __all__ = [
     "ImportCounts",
     "backup",
     "export_records",
+    "has_assistant_items",
     "header",
     "import_records",
     "profiles",

@@ -20,6 +20,19 @@ def profiles(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in rows]
 
 
+def has_assistant_items(conn: sqlite3.Connection, names: list[str]) -> bool:
+    """True when a profile of ``names`` holds a memory item of one assistant (not shared):
+    its export then needs a reader that knows ``assistant`` (format version 3)."""
+    return any(
+        conn.execute(
+            "SELECT 1 FROM memory_items WHERE profile = ? AND assistant IS NOT NULL LIMIT 1",
+            (name,),
+        ).fetchone()
+        is not None
+        for name in names
+    )
+
+
 def header(names: list[str]) -> dict[str, Any]:
     """The first record of an export: format name, version, the profiles it holds."""
     return {"type": "header", "format": FORMAT, "version": VERSION, "profiles": names}
@@ -126,6 +139,8 @@ def _export_profile(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str
             "source_turn": _ref(k.turns, r["source_turn_id"]),
             "superseded_by": _ref(k.items, r["superseded_by"]),
             "conflict_with": _ref(k.items, r["conflict_with"]),
+            # Only on an assistant's own fact: a shared one's record stays as it always was.
+            **({"assistant": r["assistant"]} if r["assistant"] is not None else {}),
         }
     for r in conn.execute("SELECT * FROM memory_events WHERE profile = ? ORDER BY id", (profile,)):
         yield {

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..facts.scope import check_assistant
 from ..ledger import counters
 from ..store import crash
 from ..store.db import write
@@ -204,18 +205,24 @@ def _insert(
     elif kind == "memory_item":
         _need(rec, line, "category", "topic", "label", "content_key", "confidence", "source",
               "created_at", "reinforced_at", "status")  # fmt: skip
+        assistant = rec.get("assistant")  # absent (files before it, shared facts): shared
+        if assistant is not None:
+            try:
+                check_assistant(assistant)
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {line}: {exc}") from None
         cur = conn.execute(
             "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
             "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
-            "reinforced_at, status, due_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "reinforced_at, status, due_at, assistant) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 profile, rec["category"], rec["topic"], rec["label"],
                 json.dumps(rec.get("properties") or {}, ensure_ascii=False), rec["content_key"],
                 float(rec["confidence"]), int(rec.get("reinforcements", 1)),
                 1 if rec.get("pinned") else 0, rec.get("reason", ""), rec["source"],
                 ref("source_turn", required=False), rec["created_at"], rec["reinforced_at"],
-                rec["status"], rec.get("due_at"),
+                rec["status"], rec.get("due_at"), assistant,
             ),
         )  # fmt: skip
         assert cur.lastrowid is not None

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sqlite3
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from .items import MemoryItem, list_items
@@ -156,3 +157,16 @@ def written(profile: str) -> None:
         return
     with contextlib.suppress(Exception):  # a cache must never break the chat
         cache.invalidate(profile)
+
+
+@contextlib.contextmanager
+def bypassed() -> Iterator[None]:
+    """Meanwhile the installed cache is neither read, filled nor dropped: reads and writes
+    go to the store alone. For writes that are rolled back (``rheo context`` stores the
+    message tentatively): the cache must never hold what the store then forgets."""
+    global _installed
+    saved, _installed = _installed, None
+    try:
+        yield
+    finally:
+        _installed = saved

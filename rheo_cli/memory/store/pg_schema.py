@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from .errors import StoreError
+from .errors import NewerStore
 
 if TYPE_CHECKING:
     from .pg import PgConnection
@@ -528,7 +528,7 @@ def schema_version(conn: PgConnection) -> int:
 
 def migrate(conn: PgConnection) -> list[str]:
     """Apply pending migrations in order, each in its own transaction under an advisory lock;
-    return the names applied. Raises StoreError for a database newer than this rheo."""
+    return the names applied. Raises NewerStore for a database newer than this rheo."""
     raw = conn.raw
     applied: list[str] = []
     if schema_version(conn) == SCHEMA_VERSION:
@@ -542,7 +542,7 @@ def migrate(conn: PgConnection) -> list[str]:
             )
             current = schema_version(conn)
             if current > SCHEMA_VERSION:
-                raise StoreError(
+                raise NewerStore(
                     f"the database has schema version {current}, newer than this rheo "
                     f"({SCHEMA_VERSION}); upgrade rheo"
                 )

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from .. import crash
-from ..errors import StoreError
+from ..errors import NewerStore
 from .v001_003 import m001_ledger, m002_memory, m003_job_leases
 from .v004_006 import CJK_GLOB, m004_trigram_index, m005_deferred_indexing, m006_no_replace
 from .v007_009 import m007_knowledge_base, m008_source_keys, m009_purge
@@ -61,11 +61,11 @@ def schema_version(conn: sqlite3.Connection) -> int:
 
 
 def refuse_newer(conn: sqlite3.Connection) -> None:
-    """Raise StoreError if the database was written by a newer rheo (a higher schema
-    version than `SCHEMA_VERSION`); reads only."""
+    """Raise NewerStore (a StoreError) if the database was written by a newer rheo (a higher
+    schema version than `SCHEMA_VERSION`); reads only."""
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
-        raise StoreError(
+        raise NewerStore(
             f"the database has schema version {current}, newer than this rheo "
             f"({SCHEMA_VERSION}); upgrade rheo to use it (it was left untouched)"
         )
@@ -74,7 +74,7 @@ def refuse_newer(conn: sqlite3.Connection) -> None:
 def migrate(conn: sqlite3.Connection, *, target: int = SCHEMA_VERSION) -> list[str]:
     """Apply pending migrations up to ``target``; return the names applied (maybe none).
 
-    Raises StoreError if the database is newer than this rheo knows.
+    Raises NewerStore (a StoreError) if the database is newer than this rheo knows.
     """
     applied: list[str] = []
     refuse_newer(conn)
