@@ -31,6 +31,7 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
                 if chat
                 else None,
                 "extraction": [c.name for c in chain],
+                "extraction_sources": [c.source for c in chain],
                 "extraction_problems": problems,
                 "providers": [s.to_json() for s in statuses],
             }
@@ -41,6 +42,9 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
     else:
         echo("chat:       none configured (see below)")
     echo(f"extraction: {' -> '.join(c.name for c in chain) or 'none'}")
+    for link in chain:
+        if not link.source.startswith("[extraction]"):
+            echo(f"            ({link.name}: {link.source})")
     for problem in problems:
         echo(f"            ({problem})")
     echo("")
