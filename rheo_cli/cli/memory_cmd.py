@@ -234,7 +234,10 @@ def add(
             "--topic", "-t", help="Short key; a later fact on the same topic replaces this one."
         ),
     ],
-    category: Annotated[str, typer.Option("--category", "-c")] = "fact",
+    category: Annotated[
+        str | None,
+        typer.Option("--category", "-c", help="fact (default), open_item (with --due), ..."),
+    ] = None,
     confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0)] = None,
     pin: Annotated[bool, typer.Option("--pin", help="Always remember it.")] = False,
     due: Annotated[
@@ -266,11 +269,14 @@ def add(
     \b
     Examples:
       rheo memory add "Ana prefers tea" --topic ana.drink
-      rheo memory add "send the report" -t report -c open_item --due friday
+      rheo memory add "send the report" -t report --due friday   (an open item)
     """
     from ..memory.facts.remember import Fact, remember
     from ..memory.store.timeutil import to_stored
 
+    if due is not None and category not in (None, "open_item"):
+        raise UsageError(f"--due is for open items, not -c {category}: drop -c or use -c open_item")
+    category = category or ("open_item" if due is not None else "fact")
     rt = runtime_for(profile, assistant=assistant)
     due_at = None
     due_moment = None
