@@ -13,9 +13,10 @@ from typing import Any
 
 import anyio
 import netguard
-from rheo_cli.extras import install_hint
 import pytest
 from helpers import REPO, db_rows, run_rheo
+
+from rheo_cli.extras import install_hint
 
 pytest.importorskip("mcp")
 
