@@ -10,7 +10,8 @@ from .options import Json, Profile
 @command
 def providers(json_out: Json = False, profile: Profile = None) -> None:
     """List the model providers, the one chat uses, the extraction chain, and whether each is
-    reachable (a key set, claude on PATH, or GET base_url/models). Keys are never printed.
+    reachable (claude on PATH; for the APIs a key set and GET .../models answering, 2 s at
+    most, no tokens spent). Keys are never printed.
 
     \b
     Example:

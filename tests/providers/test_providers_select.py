@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from fakeapi import error, text
+from fakeapi import FakeAnthropic, error, text
 from fakeopenai import FakeOpenAI
 from fakeopenai import error as oai_error
 from fakeopenai import text as oai_text
@@ -122,7 +122,8 @@ def _closed_port() -> int:
 def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypatch):
     secret_a = "sk-ant-supersecretvalue123"
     secret_o = "sk-openai-supersecretvalue456"
-    with FakeOpenAI() as server:
+    with FakeOpenAI() as server, FakeAnthropic() as anthropic:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic.base_url)
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(
             f'[ollama]\nbase_url = "http://127.0.0.1:{_closed_port()}/v1"\n'
@@ -135,13 +136,20 @@ def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypat
         out = result.stdout
         assert secret_a not in out and secret_o not in out
         assert "chat:       anthropic:claude-sonnet-5-5  (auto: ANTHROPIC_API_KEY is set)" in out
-        assert "ok  anthropic" in out and "key in ANTHROPIC_API_KEY" in out
+        assert "ok  anthropic" in out and "key in ANTHROPIC_API_KEY; " in out
+        assert "answered (1 model)" in out.split("ok  anthropic")[1].splitlines()[0]
+        # the Anthropic API was asked, as the SDK asks it, without spending tokens
+        listed = anthropic.requests[-1]
+        assert (listed.method, listed.path) == ("GET", "/v1/models")
+        assert listed.headers["x-api-key"] == secret_a and listed.headers["anthropic-version"]
+        assert anthropic.message_requests == []
         assert "ok  openai" in out and "answered (1 model)" in out
         assert "--  ollama" in out and "cannot reach" in out
         assert "--  claude-code" in out
         # the models check sent the key, as the server needs it
         assert server.requests[-1].headers["authorization"] == f"Bearer {secret_o}"
         data = json.loads(rheo("providers", "--json").stdout)
+        refused = rheo("providers", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}")
         assert data["chat"]["provider"] == "anthropic"
         assert data["extraction"] == ["anthropic:claude-haiku-5-5"]
         assert {p["provider"]: p["ready"] for p in data["providers"]} == {
@@ -150,6 +158,8 @@ def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypat
             "openai": True,
             "ollama": False,
         }
+    # an Anthropic API that cannot be reached is reported as such, not "ok"
+    assert "--  anthropic" in refused.stdout and "cannot reach" in refused.stdout
 
 
 def test_providers_command_with_nothing_configured_shows_guidance(rheo, home):
