@@ -882,7 +882,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not headers.get("x-api-key") and not headers.get("authorization"):
             payload = {
                 "type": "error",
-                "error": {"type": "authentication_error", "message": "x-api-key header is required"},
+                "error": {
+                    "type": "authentication_error",
+                    "message": "x-api-key header is required",
+                },
             }
             self._send_json(401, payload, {})
             return
@@ -894,7 +897,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "created_at": "2026-01-01T00:00:00Z",
             }
         ]
-        page = {"data": data, "has_more": False, "first_id": DEFAULT_MODEL, "last_id": DEFAULT_MODEL}
+        page = {
+            "data": data,
+            "has_more": False,
+            "first_id": DEFAULT_MODEL,
+            "last_id": DEFAULT_MODEL,
+        }
         self._send_json(200, page, {})
 
     def _respond(self, reply: Reply, rec: Recorded) -> None:
