@@ -107,12 +107,15 @@ def edit() -> None:
     editor = os.environ.get("VISUAL", "").strip() or os.environ.get("EDITOR", "").strip() or "vi"
     draft = path.with_name(f"{path.name}.edit.toml")
     path.parent.mkdir(parents=True, exist_ok=True)
-    draft.write_text(before, encoding="utf-8")
+    _write_private(draft, before)  # a copy of config.toml: as private as it (a leftover goes)
     try:
         status = subprocess.call([*shlex.split(editor), str(draft)])
     except OSError as exc:
         draft.unlink(missing_ok=True)
         raise UsageError(f"cannot run the editor {editor!r}: {exc.strerror or exc}") from None
+    except BaseException:  # Ctrl-C while the editor runs: leave nothing behind
+        draft.unlink(missing_ok=True)
+        raise
     after = draft.read_text(encoding="utf-8")
     if status != 0:
         draft.unlink(missing_ok=True)
@@ -128,6 +131,16 @@ def edit() -> None:
     replace_file(path, after)
     draft.unlink(missing_ok=True)
     echo(f"saved {path}")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (replacing it), readable by its owner only (0600)."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an older leftover keeps its mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 @app.command("set")
