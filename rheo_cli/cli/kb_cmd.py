@@ -10,15 +10,17 @@ import typer
 from ..errors import UsageError
 from ..ui.output import local, preview, print_json, safe
 from .errors import command
+from .group import ListsWhenAlone
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo kb add notes/*.md",
     rich_markup_mode=None,
     pretty_exceptions_show_locals=False,
-    help="The knowledge base: Markdown and text documents rheo searches and injects.",
-    no_args_is_help=True,
+    help="The knowledge base: Markdown and text documents rheo searches and injects (alone: "
+    "list them).",
 )
 
 MAX_FILE_BYTES = 20 * 1024 * 1024

@@ -11,16 +11,19 @@ from ..ui.items import item_line, open_item_line
 from ..ui.output import echo, local, preview, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
+from .group import ListsWhenAlone
 from .options import MAX_ID, AssistantOpt, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo memory list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Durable facts rheo remembers: list, show, correct, forget (alone: list them).",
 )
 items_app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo items list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
@@ -63,18 +66,6 @@ OpenItemId = Annotated[
         autocompletion=open_item_ids,
     ),
 ]
-
-
-@app.callback(invoke_without_command=True)
-def _memory(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand is None:  # `rheo memory` alone lists, as /memory does
-        list_()
-
-
-@items_app.callback(invoke_without_command=True)
-def _items(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand is None:  # `rheo items` alone lists, as /items does
-        items_list()
 
 
 @app.command("list")
