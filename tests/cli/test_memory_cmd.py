@@ -35,3 +35,22 @@ def test_a_fact_added_again_as_an_open_item_becomes_one(rheo, monkeypatch):
     listed = json.loads(rheo("items", "list", "--json").stdout)
     assert [i["category"] for i in listed] == ["open_item"]
     assert "conflict" not in again.stdout.lower()
+
+
+def test_repeating_a_change_is_a_no_op_with_a_note(rheo):
+    assert rheo("memory", "add", "Drinks tea", "-t", "tea").exit_code == 0
+    assert rheo("memory", "add", "Call Bo", "-t", "bo", "--due", "friday").exit_code == 0
+    expected = {
+        ("pin", "1"): "#1 already pinned: Drinks tea",
+        ("unpin", "1"): "#1 not pinned: Drinks tea",
+        ("forget", "1"): "#1 already forgotten: Drinks tea",
+    }
+    for (action, item), note in expected.items():
+        first = rheo("memory", action, item)
+        assert first.exit_code == 0, first.stderr
+        again = rheo("memory", action, item)
+        assert again.exit_code == 0, again.stderr
+        assert again.stdout.strip() == note and again.stderr == ""
+    assert rheo("items", "done", "2").exit_code == 0
+    assert rheo("items", "done", "2").stdout.strip() == "#2 already done: Call Bo"
+    assert rheo("memory", "pin", "99").exit_code == 2  # an unknown id is still an error

@@ -211,7 +211,7 @@ def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
     dest = tmp_path / "b.db"
     assert rheo("backup", str(dest)).exit_code == 0
     again = rheo("backup", str(dest))
-    assert again.exit_code == 1 and "already exists" in again.stderr
+    assert again.exit_code == 2 and "already exists" in again.stderr  # usage, as a bad folder
     monkey_home = dest.parent / "restored"
     monkey_home.mkdir()
     os.replace(dest, monkey_home / "rheo.db")
@@ -343,3 +343,17 @@ def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkey
     old_file.write_text(before)
     result = json.loads(rheo("import", str(old_file), "--json").stdout)
     assert sum(result["added"].values()) == 0
+
+
+def test_backup_to_a_folder_is_refused_in_one_line_and_writes_nothing(rheo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert rheo("memory", "add", "Drinks tea", "-t", "tea").exit_code == 0
+    (tmp_path / "bkdir").mkdir()
+    for raw in ("bkdir", "bkdir/", "newdir/", "nodir/x.db"):
+        result = rheo("backup", raw)
+        assert result.exit_code == 2, (raw, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "newdir/rheo-backup.db" in rheo("backup", "newdir/").stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bkdir", "rheo-home"]
+    assert list((tmp_path / "bkdir").iterdir()) == []
+    assert rheo("backup", "bkdir/mine.db").exit_code == 0
