@@ -28,10 +28,9 @@ ALREADY = {"unpin": "not pinned", "forget": "already forgotten"}
 
 def change_line(action: str, item: Any, *, already: bool = False) -> str:
     """``#12 done: call Ana`` (or ``#12 already done: ...``) for a change to a memory item."""
+    state = CHANGED[action]
     if already:
-        state = ALREADY.get(action) or "already " + CHANGED[action]
-    else:
-        state = CHANGED[action]
+        state = ALREADY.get(action) or f"already {state}"
     tail = " (the other version is superseded)" if action == "resolve" else ""
     return f"#{item.id} {state}: {preview(item.content_text(), 80)}{tail}"
 
