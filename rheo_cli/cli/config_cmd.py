@@ -59,12 +59,33 @@ def show(json_out: Json = False) -> None:
         )
         return
     echo(f"# {path}" + ("" if path.exists() else " (not created yet: all defaults)"))
-    width = max(len(r.name) for r in rows)
-    echo(f"{'profile':<{width}}  {profile or 'default'!s:<24} {profile_source}")
+    table = [("profile", profile or "default", profile_source)]
     for r in rows:
         value = ", ".join(r.value) if isinstance(r.value, list) else r.value
         shown = f"{value:g}" if isinstance(value, float) else str(value or "-")
-        echo(f"{r.name:<{width}}  {shown:<24} {r.source}")
+        table.append((r.name, shown, r.source))
+    for line in aligned(table):
+        echo(line)
+
+
+VALUE_COLUMN = 40
+"""The widest value column of ``config show``; a longer value puts its source on the next line."""
+
+
+def aligned(rows: list[tuple[str, str, str]]) -> list[str]:
+    """``name  value  source`` lines in columns two spaces apart: the value column as wide as
+    the widest value up to `VALUE_COLUMN`; a longer value's source goes on the line below,
+    under the source column, so columns never run together."""
+    width = max(len(name) for name, _, _ in rows)
+    values = min(VALUE_COLUMN, max(len(value) for _, value, _ in rows))
+    lines = []
+    for name, value, source in rows:
+        if len(value) <= values:
+            lines.append(f"{name:<{width}}  {value:<{values}}  {source}")
+        else:
+            lines.append(f"{name:<{width}}  {value}")
+            lines.append(f"{'':<{width}}  {'':<{values}}  {source}")
+    return lines
 
 
 @app.command()
