@@ -1,5 +1,5 @@
 """The Redis hot cache of CURRENT MEMORY (Solid# article: "a Redis hash read + keyword
-matching"; rheo-cli[redis]).
+matching"; the ``redis`` extra).
 
 One hash per tenant and assistant, key ``rheo:{tenant}:{assistant}``: a field per active item
 (``item:<id>`` -> the item as JSON), ``_generation`` (the store's memory generation the items
@@ -143,12 +143,14 @@ class RedisHotCache:
 
 def install(url: str, *, ttl_s: float) -> RedisHotCache | None:
     """Make ``url``'s Redis the engine's hot cache; None (and one notice) when the ``redis``
-    package is missing (pip install 'rheo-cli[redis]')."""
+    package is missing (`extras.install_hint`)."""
     try:
         cache = RedisHotCache(url, ttl_s=ttl_s)
     except ImportError:
+        from ..extras import install_hint
+
         print(
-            "rheo: RHEO_REDIS_URL needs the redis package: pip install 'rheo-cli[redis]'; "
+            f"rheo: RHEO_REDIS_URL needs the redis package: {install_hint('redis')}; "
             "memory is read from the store",
             file=sys.stderr,
         )

@@ -198,7 +198,7 @@ def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
     ref = f"session s{session}" if j.kind == "digest" else f"turn #{j.ref_id}"
     tries = f"{j.attempts} attempt{'s' if j.attempts != 1 else ''}"
     if j.status == "done":
-        state = f"done ({tries})"
+        state = f"done ({tries})" if j.attempts > 1 else "done"
     elif j.status == "failed":
         state = f"failed after {tries}: {preview(j.last_error or '', 60)}"
     elif j.status == "pending" and j.last_error:

@@ -2,7 +2,9 @@
 
 Checks: the database opens and its schema version, SQLite's integrity check, every FTS5 index
 against its table, missing tables, file permissions (0600 files, 0700 folders), the config
-file, that an API key is set (never its value), and pending and failed jobs. On PostgreSQL
+file and the assistants' prompt files, that an API key is set (never its value), and pending
+and failed jobs. The permissions checked are those of rheo's store and files; the person's
+own assistant prompt files there are not rheo's secrets. On PostgreSQL
 the store's checks are `doctor_pg`'s. Exit 0 when healthy, 1 with the list of problems.
 """
 
@@ -37,12 +39,15 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
-def _private_problems(home: Path) -> list[str]:
-    """rheo's files and folders under ``home`` readable by others than their owner."""
+def _private_problems(home: Path, own: frozenset[Path] = frozenset()) -> list[str]:
+    """rheo's files and folders under ``home`` readable by others than their owner; ``own``:
+    the person's own files kept there (assistant prompt files), which hold no secret."""
     found: list[str] = []
     if not home.exists():
         return found
     for path in [home, *sorted(home.rglob("*"))]:
+        if path in own:
+            continue
         try:
             mode = stat.S_IMODE(path.lstat().st_mode)
         except OSError:
@@ -55,10 +60,10 @@ def _private_problems(home: Path) -> list[str]:
     return found
 
 
-def _fix_private(home: Path) -> int:
+def _fix_private(home: Path, own: frozenset[Path] = frozenset()) -> int:
     fixed = 0
     for path in [home, *sorted(home.rglob("*"))] if home.exists() else []:
-        if path.is_symlink():
+        if path.is_symlink() or path in own:
             continue
         try:
             mode = stat.S_IMODE(path.lstat().st_mode)
@@ -68,6 +73,20 @@ def _fix_private(home: Path) -> int:
         except OSError:
             continue
     return fixed
+
+
+def _assistants_check(cfg: Any) -> Check:
+    """Every assistant's prompt file can be read (a missing one fails each chat with it)."""
+    from ..errors import RheoError
+
+    problems: list[str] = []
+    for assistant in cfg.assistants.values():
+        try:
+            assistant.prompt()
+        except RheoError as exc:
+            problems.append(str(exc))
+    names = ", ".join(sorted(cfg.assistants))
+    return Check("assistants", not problems, "; ".join(problems[:3]) or f"{names}: prompts read")
 
 
 def now_or_clock() -> datetime:
@@ -140,11 +159,15 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     repaired: list[str] = []
 
     gap_s = 2 * 3600.0
+    own: frozenset[Path] = frozenset()
     try:
         cfg = config_mod.load(paths.config)
         gap_s = cfg.engine.gap_s
         where = str(paths.config) if paths.config.exists() else "no config.toml: defaults"
         checks.append(Check("config", True, where))
+        own = frozenset(a.prompt_file for a in cfg.assistants.values() if a.prompt_file)
+        if cfg.assistants:
+            checks.append(_assistants_check(cfg))
     except RheoError as exc:
         checks.append(Check("config", False, str(exc)))
 
@@ -166,9 +189,9 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         )
     checks.append(Check("api key", ready, detail))
 
-    if repair and (count := _fix_private(paths.home)):
+    if repair and (count := _fix_private(paths.home, own)):
         repaired.append(f"permissions of {count} file(s) or folder(s) set to owner-only")
-    loose = _private_problems(paths.home)
+    loose = _private_problems(paths.home, own)
     checks.append(
         Check("permissions", not loose, "; ".join(loose[:5]) or "files 0600, folders 0700")
     )

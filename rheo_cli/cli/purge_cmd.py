@@ -180,7 +180,10 @@ def purge(
         )
         return
     counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in done.counts.items() if n)
-    echo(f"purged {done.ref} of profile {rt.profile}: {counts or 'nothing else'}")
+    what = f"{done.ref} of profile {rt.profile}"
+    if done.ref == "profile":
+        what = f"profile {rt.profile}"
+    echo(f"purged {what}: {counts or 'nothing else'}")
     if rt.store_url:
         if not done.vacuumed:
             tables = ", ".join(done.not_rewritten)

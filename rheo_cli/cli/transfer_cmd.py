@@ -3,6 +3,7 @@ conversations and memories in and out as JSON Lines."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,7 +38,10 @@ def _write_export(
 
 @command
 def backup(
-    path: Annotated[Path, typer.Argument(help="The new file to write (must not exist).")],
+    raw: Annotated[
+        str,
+        typer.Argument(metavar="PATH", help="The new file to write (must not exist)."),
+    ],
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
@@ -57,11 +61,17 @@ def backup(
     from ..errors import UsageError
     from ..memory import archive
 
+    path = Path(raw)
     target = path.expanduser()
-    if not str(path).strip() or target.is_dir():
-        raise UsageError(f"{str(path) or 'an empty path'} is a folder: name the new file")
+    if not raw.strip() or target.is_dir() or raw.endswith(("/", os.sep)):
+        raise UsageError(
+            f"{raw or 'an empty path'} is a folder: name the new file "
+            f"(e.g. {Path(raw or '.') / 'rheo-backup.db'})"
+        )
     if not target.parent.is_dir():
         raise UsageError(f"no such folder: {target.parent} (create it first)")
+    if target.exists():
+        raise UsageError(f"{raw} already exists: choose a new file for the backup")
     rt = runtime_for(profile)
     own = {rt.paths.db, rt.paths.config} | {
         rt.paths.db.with_name(rt.paths.db.name + s) for s in ("-wal", "-shm", "-journal")

@@ -1,5 +1,5 @@
 """Any OpenAI-compatible Chat Completions server (OpenAI, Ollama, llama.cpp, vLLM) through the
-``openai`` SDK (the optional extra ``rheo-cli[openai]``).
+``openai`` SDK (the optional extra ``openai``).
 
 rheo's requests are Messages-API shaped (see `base`); this module translates them to Chat
 Completions (system blocks -> one system message, ``tool_use``/``tool_result`` blocks ->
@@ -110,7 +110,7 @@ class OpenAICompatProvider:
         except ImportError as exc:
             raise ProviderError(
                 "unavailable",
-                f"the openai SDK is not installed ({exc}): pip install 'rheo-cli[openai]'",
+                f"the openai SDK is not installed ({exc}): install rheo's 'openai' extra",
             ) from None
         self._client = openai.OpenAI(
             api_key=key or "no-key",  # the SDK insists on one; local servers ignore it

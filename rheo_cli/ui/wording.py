@@ -22,9 +22,15 @@ CHANGED = {
 """What each change to a memory item made of it, as the line after ``#ID`` says."""
 
 
+ALREADY = {"unpin": "not pinned", "forget": "already forgotten"}
+"""How a change that was already made reads (else ``already <CHANGED>``)."""
+
+
 def change_line(action: str, item: Any, *, already: bool = False) -> str:
     """``#12 done: call Ana`` (or ``#12 already done: ...``) for a change to a memory item."""
-    state = ("already " if already else "") + CHANGED[action]
+    state = CHANGED[action]
+    if already:
+        state = ALREADY.get(action) or f"already {state}"
     tail = " (the other version is superseded)" if action == "resolve" else ""
     return f"#{item.id} {state}: {preview(item.content_text(), 80)}{tail}"
 
@@ -32,14 +38,21 @@ def change_line(action: str, item: Any, *, already: bool = False) -> str:
 def apply_change(
     conn: sqlite3.Connection, profile: str, action: str, item_id: int, now: datetime
 ) -> tuple[Any, bool]:
-    """Make a change named in `CHANGED` and return ``(item, already)``: marking an open item
-    done that is already done changes nothing and is not an error (``already`` is True).
-    Raises the engine's NotFound / InvalidInput for an unknown id or an impossible change."""
+    """Make a change named in `CHANGED` and return ``(item, already)``: a change already made
+    (done again, pinned again, unpinned when not pinned, forgotten again) changes nothing and
+    is not an error (``already`` is True). Raises the engine's NotFound / InvalidInput for an
+    unknown id or an impossible change."""
     from ..memory.facts import curation, items
 
-    if action == "done":
+    if action in ("done", "pin", "unpin", "forget"):
         item = items.get_item(conn, profile, item_id)
-        if item.status == "done":
+        already = {
+            "done": item.status == "done",
+            "pin": item.pinned and item.status == "active",
+            "unpin": not item.pinned and item.status == "active",
+            "forget": item.status == "retracted",
+        }[action]
+        if already:
             return item, True
     return curation.CHANGES[action](conn, profile, item_id, now), False
 

@@ -124,7 +124,7 @@ def test_backup_on_postgres_is_the_tenant_in_export_format_and_restores(
     assert {r["profile"] for r in records[1:]} == {"default"}  # never another tenant's
     assert {"turn", "memory_item", "kb_document", "kb_chunk"} <= {r["type"] for r in records}
     again = rheo("backup", str(dest))
-    assert again.exit_code == 1 and "already exists" in again.stderr
+    assert again.exit_code == 2 and "already exists" in again.stderr  # usage, as a bad folder
 
     # Restored into an empty PostgreSQL schema: the same export, byte for byte.
     with pg_schema_url() as other:

@@ -211,7 +211,7 @@ def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
     dest = tmp_path / "b.db"
     assert rheo("backup", str(dest)).exit_code == 0
     again = rheo("backup", str(dest))
-    assert again.exit_code == 1 and "already exists" in again.stderr
+    assert again.exit_code == 2 and "already exists" in again.stderr  # usage, as a bad folder
     monkey_home = dest.parent / "restored"
     monkey_home.mkdir()
     os.replace(dest, monkey_home / "rheo.db")
@@ -373,3 +373,17 @@ def test_an_assistants_fact_stays_its_own_through_export_and_import(
     assert seen() == {"Prefers SMS for follow-ups"}  # Sarah's fact did not become shared
     assert seen("-a", "sarah") == {"Send follow-ups by email"}
     assert rheo("export").stdout == first.stdout
+
+
+def test_backup_to_a_folder_is_refused_in_one_line_and_writes_nothing(rheo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert rheo("memory", "add", "Drinks tea", "-t", "tea").exit_code == 0
+    (tmp_path / "bkdir").mkdir()
+    for raw in ("bkdir", "bkdir/", "newdir/", "nodir/x.db"):
+        result = rheo("backup", raw)
+        assert result.exit_code == 2, (raw, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "newdir/rheo-backup.db" in rheo("backup", "newdir/").stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bkdir", "rheo-home"]
+    assert list((tmp_path / "bkdir").iterdir()) == []
+    assert rheo("backup", "bkdir/mine.db").exit_code == 0

@@ -104,10 +104,16 @@ def remember(
             relation = None
             active = on_topic(conn, profile, fact.topic, assistant)
         guard = pin_guard(active, _confidence(fact, settings), source, source_turn_id, settings)
+        refiled: MemoryItem | None = None
         if relation != "done":
             same = same_as(conn, profile, fact, active, assistant, notes)
             if same is not None:
-                return repeat(conn, same, fact, ts, source, source_turn_id, settings, notes)
+                why = _refiling(same, fact, assistant)
+                if why is None:
+                    return repeat(conn, same, fact, ts, source, source_turn_id, settings, notes)
+                notes.append(f"#{same.id} said again {why}: replaced")
+                refiled = same
+                active = [same, *(a for a in active if a.id != same.id)]
         if relation == "same":
             notes.append(f"said to repeat #{active[0].id} but differs in meaning: a change")
         if guard is not None:
@@ -137,6 +143,7 @@ def remember(
             source_turn_id=source_turn_id,
             relation=relation,
             settings=settings,
+            restated=refiled,
         )
         evicted = enforce_cap(conn, profile, assistant, ts, settings, now, keep=item.id)
         item = get_item(conn, profile, item.id)
@@ -205,6 +212,19 @@ def _target(
     else:
         notes.append(f"#{target.id} belongs to another scope; compared by topic")
     return None, fact, assistant
+
+
+def _refiling(old: MemoryItem, fact: Fact, assistant: str | None) -> str | None:
+    """Why ``fact``, the same words as ``old``, is still a change (None: a plain repeat): it
+    makes a fact an open item, or gives an open item another due date. Only within one
+    scope (an assistant's repeat of a shared fact stays a repeat)."""
+    if old.assistant != assistant or fact.category != "open_item":
+        return None
+    if old.category != "open_item":
+        return "as an open item"
+    if fact.due_at is not None and fact.due_at != old.due_at:
+        return "with another due date"
+    return None
 
 
 def _confidence(fact: Fact, settings: Settings) -> float:

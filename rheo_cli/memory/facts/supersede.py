@@ -96,11 +96,13 @@ def supersede_all(
     source_turn_id: int | None,
     relation: Relation | None,
     settings: Settings,
+    restated: MemoryItem | None = None,
 ) -> tuple[MemoryItem | None, bool]:
     """Let ``new`` supersede every item of ``active``, flagging a pair for review when both
     are confident (>= ``conflict_threshold``, the old one after decay at ``now``) unless the
-    new one refines the old or ends it (``relation="done"``). Returns the first item
-    superseded (None when ``active`` is empty) and whether that pair was flagged."""
+    new one refines the old, ends it (``relation="done"``) or is ``restated``, the same words
+    filed anew (as an open item, with another due date). Returns the first item superseded
+    (None when ``active`` is empty) and whether that pair was flagged."""
     previous: MemoryItem | None = None
     conflict = False
     for old in active:
@@ -108,6 +110,7 @@ def supersede_all(
         old_conf = round(old.effective(now, settings), 2)
         flagged = (
             relation != "done"
+            and (restated is None or old.id != restated.id)
             and not refines(old, source, source_turn_id)
             and old_conf >= settings.conflict_threshold
             and round(new.confidence, 2) >= settings.conflict_threshold

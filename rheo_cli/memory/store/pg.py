@@ -472,7 +472,7 @@ def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnecti
     try:
         import psycopg
     except ImportError:
-        raise StoreError("PostgreSQL needs psycopg: pip install 'rheo-cli[postgres]'") from None
+        raise StoreError("PostgreSQL needs psycopg: install rheo's 'postgres' extra") from None
     from . import pg_schema
 
     try:
