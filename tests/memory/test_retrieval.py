@@ -220,8 +220,9 @@ def test_context_explain_shows_sources_and_reasons(rheo, api, monkeypatch):
 
 def test_time_only_question_brings_that_weeks_turns(conn):
     last_week = datetime(2026, 11, 18, 9, 0, tzinfo=UTC)
-    say(conn, "I started the pottery course", last_week)
     say(conn, "Three weeks ago topic", last_week - timedelta(days=14))
+    say(conn, "I started the pottery course", last_week)
+    say(conn, "an unrelated chat yesterday", SUNDAY - timedelta(days=1))  # the previous session
     ctx = context.assemble(
         conn, profile="default", now=SUNDAY, settings=S, message="what did we talk about last week?"
     )
@@ -232,8 +233,9 @@ def test_time_only_question_brings_that_weeks_turns(conn):
 
 def test_a_weekday_question_brings_that_days_turns(conn):
     tuesday = datetime(2026, 11, 24, 18, 0, tzinfo=UTC)
-    say(conn, "went bouldering with Sam after work", tuesday)
     say(conn, "quiet day at home", tuesday - timedelta(days=3))
+    say(conn, "went bouldering with Sam after work", tuesday)
+    say(conn, "an unrelated chat yesterday", SUNDAY - timedelta(days=1))  # the previous session
     ctx = context.assemble(
         conn, profile="default", now=SUNDAY, settings=S, message="what did I do on Tuesday?"
     )
