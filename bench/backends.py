@@ -1,0 +1,146 @@
+"""Where a benchmark's stores live: SQLite files in a folder, or schemas on a PostgreSQL server.
+
+    --backend sqlite                      (default) a fresh file per store, in a temporary folder
+    --backend postgres [--database-url U] a fresh schema per store on the server at U (default
+                                          $RHEO_BENCH_DATABASE_URL, then $RHEO_TEST_DATABASE_URL),
+                                          every schema dropped when the run ends
+
+A local server for it: ``eval "$(scripts/test-services start)"`` (PostgreSQL on 127.0.0.1:55432,
+prints RHEO_TEST_DATABASE_URL). The schemas are created and dropped by the connecting role, which
+must be allowed to (the test server's ``rheo`` superuser is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rheo_cli.memory.store import db
+
+BACKENDS = ("sqlite", "postgres")
+URL_VARIABLES = ("RHEO_BENCH_DATABASE_URL", "RHEO_TEST_DATABASE_URL")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--backend`` and ``--database-url`` on a benchmark's command line."""
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="sqlite",
+        help="where the stores live (default sqlite: files in a temporary folder)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="PostgreSQL server for --backend postgres (default $RHEO_BENCH_DATABASE_URL, "
+        "then $RHEO_TEST_DATABASE_URL)",
+    )
+
+
+def database_url(given: str | None) -> str | None:
+    """The PostgreSQL URL from ``--database-url`` or the environment; None when neither."""
+    if given:
+        return given
+    for name in URL_VARIABLES:
+        if os.environ.get(name):
+            return os.environ[name]
+    return None
+
+
+class Stores:
+    """Fresh stores for one run, all on one backend; `close` removes what the run created.
+
+    SQLite: ``open(name)`` opens ``folder/name.db``. PostgreSQL: ``open(name)`` creates the
+    schema ``rheo_bench_<run>_<name>`` and opens it for ``tenant``; `close` drops every schema
+    the run created (``CASCADE``), also after a failure.
+    """
+
+    def __init__(self, backend: str, *, folder: Path, url: str | None = None) -> None:
+        if backend == "postgres" and not url:
+            raise ValueError(
+                "--backend postgres needs --database-url or RHEO_BENCH_DATABASE_URL "
+                '(a local server: eval "$(scripts/test-services start)")'
+            )
+        self.backend = backend
+        self.folder = folder
+        self.base_url = url or ""
+        self.run = uuid.uuid4().hex[:10]
+        self.schemas: list[str] = []
+        self._admin: Any = None
+
+    def _admin_conn(self) -> Any:
+        if self._admin is None:
+            import psycopg
+
+            self._admin = psycopg.connect(self.base_url, autocommit=True, connect_timeout=10)
+        return self._admin
+
+    def schema(self, name: str) -> str:
+        """The PostgreSQL schema of store ``name`` in this run."""
+        return f"rheo_bench_{self.run}_{_ident(name)}"
+
+    def store_url(self, name: str) -> str:
+        """The URL of store ``name`` (its schema first on the search path): what
+        ``RHEO_DATABASE_URL`` names it by for another process."""
+        sep = "&" if "?" in self.base_url else "?"
+        return f"{self.base_url}{sep}options=-csearch_path%3D{self.schema(name)}%2Cpublic"
+
+    def create(self, name: str) -> str:
+        """Create the new, empty schema of store ``name`` (PostgreSQL); its URL."""
+        self._admin_conn().execute(f"CREATE SCHEMA {self.schema(name)}")
+        self.schemas.append(self.schema(name))
+        return self.store_url(name)
+
+    def path(self, name: str) -> Path:
+        """The SQLite file of store ``name``."""
+        return self.folder / f"{_ident(name)}.db"
+
+    def open(self, name: str, tenant: str) -> sqlite3.Connection:
+        """A fresh, migrated store called ``name`` whose connection acts for ``tenant``."""
+        if self.backend == "postgres":
+            return db.open_url(self.create(name), tenant=tenant)
+        return db.open_store(self.path(name))
+
+    def reopen(self, name: str, tenant: str) -> sqlite3.Connection:
+        """Another connection to the store ``name`` (already created by `open`)."""
+        if self.backend == "postgres":
+            return db.open_url(self.store_url(name), tenant=tenant, migrate_schema=False)
+        return db.open_store(self.path(name), migrate_schema=False)
+
+    def size_bytes(self, name: str) -> int:
+        """The store's size on disk: the SQLite file with its WAL, or the schema's tables with
+        their indexes and TOAST on the server."""
+        if self.backend == "sqlite":
+            return sum(p.stat().st_size for p in self.folder.glob(f"{_ident(name)}.db*"))
+        schema = self.schema(name)
+        row = (
+            self._admin_conn()
+            .execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relkind IN ('r', 'm')",
+                (schema,),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
+    def close(self) -> None:
+        """Drop every schema this run created (PostgreSQL); SQLite files go with the folder."""
+        if self.backend != "postgres":
+            return
+        admin = self._admin_conn()
+        for schema in self.schemas:
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        self.schemas.clear()
+        admin.close()
+        self._admin = None
+
+
+def _ident(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() else "_" for ch in name.lower())
+    return cleaned[:30] or "store"
