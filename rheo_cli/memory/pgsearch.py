@@ -82,9 +82,10 @@ def bm25_query(
     them matching term i; a row's score is ``sum_i idf_i * f_i * (k1 + 1) / (f_i + k1 * (1 - b
     + b * |D| / avgdl))``, where f_i is how often the term occurs in the row (a phrase: its
     rarest word's count; a prefix: every word it starts), |D| the row's indexed words and
-    avgdl their average over the matching rows (FTS5 takes the whole table's; reading every
-    row's length would cost a scan per search). ``weighted``: a word in the ``A`` part of the
-    vector (a heading) counts twice, as ``bm25(fts, 2.0, 1.0)`` weighs the first column.
+    avgdl their average over the rows holding any of the words, whatever ``where`` keeps
+    (FTS5 takes the whole table's; reading every row's length would cost a scan per
+    search). ``weighted``: a word in the ``A`` part of the vector (a heading) counts twice in
+    f_i (not in |D|), as ``bm25(fts, 2.0, 1.0)`` weighs the first column.
 
     ``select`` are the result columns (of ``source``, whose row alias is ``alias`` and has
     ``fts`` and ``profile`` columns), among ``profile``'s rows; ``where`` extra conditions
@@ -109,6 +110,14 @@ def bm25_query(
         else "cardinality(u.positions)"
     )
     total_sql = total or f"SELECT count(*) FROM {table} WHERE profile = ?"
+    average = "SELECT greatest(avg(dl), 1) AS avgdl FROM hits"
+    average_args: list[Any] = []
+    if where:  # the average over every row holding the words, whatever the filters keep
+        average = (
+            "SELECT greatest(avg((SELECT sum(cardinality(u.positions)) FROM unnest(x.fts) u)), 1) "
+            f"AS avgdl FROM {table} x WHERE x.fts @@ (SELECT q FROM qa) AND x.profile = ?"
+        )
+        average_args = [profile]
     sql = (
         # Each term: its tsquery, its words (lexemes) and how many of the tenant's rows hold it.
         "WITH qt AS MATERIALIZED (SELECT a.i, a.p, "
@@ -124,20 +133,21 @@ def bm25_query(
         f"({total_sql})::float8 AS n FROM qt), "
         # The matching rows, each with its length and each term's count in it.
         f"hits AS MATERIALIZED (SELECT {select}, "
-        f"(SELECT coalesce(sum({occurrences}), 0) FROM unnest({alias}.fts) u)::float8 AS dl, "
+        f"(SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest({alias}.fts) u)"
+        "::float8 AS dl, "
         f"(SELECT array_agg(CASE WHEN {alias}.fts @@ qs.q THEN greatest(1, "
         f"(SELECT CASE WHEN qs.p THEN sum({occurrences}) ELSE min({occurrences}) END "
         f"FROM unnest({alias}.fts) u WHERE CASE WHEN qs.p THEN starts_with(u.lexeme, qs.l[1]) "
         "ELSE u.lexeme = ANY(qs.l) END)) ELSE 0 END ORDER BY qs.i) FROM qs)::float8[] AS tf "
         f"FROM {source} WHERE {alias}.fts @@ (SELECT q FROM qa) AND {alias}.profile = ?{where}), "
-        "av AS MATERIALIZED (SELECT greatest(avg(dl), 1) AS avgdl FROM hits) "
+        f"av AS MATERIALIZED ({average}) "
         f"SELECT hits.*, -(SELECT sum(greatest(ln((qa.n - qs.n + 0.5) / (qs.n + 0.5)), "
         f"{MIN_IDF}) * hits.tf[qs.i] * {K1 + 1} / (hits.tf[qs.i] + {K1} * (1 - {B} + {B} * "
         f"hits.dl / av.avgdl))) FROM qs, qa) AS {score} "
         f"FROM hits, av ORDER BY {score}, {order} LIMIT ?"
     )
-    params = [texts, words, prefixes, profile, joiner, profile, profile, *args, limit]
-    return sql, params
+    params = [texts, words, prefixes, profile, joiner, profile, profile, *args, *average_args]
+    return sql, [*params, limit]
 
 
 def window_turn_ids(
