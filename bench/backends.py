@@ -111,6 +111,18 @@ class Stores:
             return db.open_url(self.store_url(name), tenant=tenant, migrate_schema=False)
         return db.open_store(self.path(name), migrate_schema=False)
 
+    def settle(self, name: str) -> None:
+        """After a bulk load (PostgreSQL): ``VACUUM ANALYZE`` the store's tables, as autovacuum
+        would soon do, so the planner has statistics and index-only scans a visibility map."""
+        if self.backend != "postgres":
+            return
+        admin = self._admin_conn()
+        tables = admin.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (self.schema(name),)
+        ).fetchall()
+        for (table,) in tables:
+            admin.execute(f'VACUUM ANALYZE "{self.schema(name)}"."{table}"')
+
     def size_bytes(self, name: str) -> int:
         """The store's size on disk: the SQLite file with its WAL, or the schema's tables with
         their indexes and TOAST on the server."""
