@@ -8,6 +8,14 @@
 A local server for it: ``eval "$(scripts/test-services start)"`` (PostgreSQL on 127.0.0.1:55432,
 prints RHEO_TEST_DATABASE_URL). The schemas are created and dropped by the connecting role, which
 must be allowed to (the test server's ``rheo`` superuser is).
+
+``--pg-leakproof-match`` (PostgreSQL, superuser only) marks the full-text match operator's
+function, ``pg_catalog.ts_match_vq(tsvector, tsquery)``, LEAKPROOF for the run and restores it
+at the end. Row-level security evaluates a query's conditions only after its policy unless
+they are leakproof, so under rheo's tenant policies ``fts @@ query`` cannot use the GIN index
+and every search reads all of the tenant's rows; marked leakproof, the planner may use the
+index. It changes that database's catalog while the run lasts: run it on a server of your
+own (the test server), never on one others use.
 """
 
 from __future__ import annotations
@@ -20,8 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import StoreError
 
 BACKENDS = ("sqlite", "postgres")
+MATCH_FUNCTION = "pg_catalog.ts_match_vq(tsvector, tsquery)"
+"""The function behind ``tsvector @@ tsquery``."""
 URL_VARIABLES = ("RHEO_BENCH_DATABASE_URL", "RHEO_TEST_DATABASE_URL")
 
 
@@ -38,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="PostgreSQL server for --backend postgres (default $RHEO_BENCH_DATABASE_URL, "
         "then $RHEO_TEST_DATABASE_URL)",
+    )
+    parser.add_argument(
+        "--pg-leakproof-match",
+        action="store_true",
+        help="PostgreSQL, superuser: mark ts_match_vq LEAKPROOF for the run so row-level "
+        "security lets full-text search use its GIN index (restored at the end)",
     )
 
 
@@ -59,7 +76,14 @@ class Stores:
     the run created (``CASCADE``), also after a failure.
     """
 
-    def __init__(self, backend: str, *, folder: Path, url: str | None = None) -> None:
+    def __init__(
+        self,
+        backend: str,
+        *,
+        folder: Path,
+        url: str | None = None,
+        leakproof_match: bool = False,
+    ) -> None:
         if backend == "postgres" and not url:
             raise ValueError(
                 "--backend postgres needs --database-url or RHEO_BENCH_DATABASE_URL "
@@ -71,6 +95,24 @@ class Stores:
         self.run = uuid.uuid4().hex[:10]
         self.schemas: list[str] = []
         self._admin: Any = None
+        self._marked = False
+        if backend == "postgres" and leakproof_match:
+            self._mark_leakproof()
+
+    def _mark_leakproof(self) -> None:
+        """Mark ``ts_match_vq`` LEAKPROOF unless it already is (undone by `close`)."""
+        import psycopg
+
+        admin = self._admin_conn()
+        already = admin.execute(
+            "SELECT proleakproof FROM pg_proc WHERE oid = %s::regprocedure", (MATCH_FUNCTION,)
+        ).fetchone()[0]
+        if not already:
+            try:
+                admin.execute(f"ALTER FUNCTION {MATCH_FUNCTION} LEAKPROOF")
+            except psycopg.Error as exc:
+                raise StoreError(f"--pg-leakproof-match needs a superuser: {exc}") from None
+            self._marked = True
 
     def _admin_conn(self) -> Any:
         if self._admin is None:
@@ -149,6 +191,9 @@ class Stores:
         for schema in self.schemas:
             admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         self.schemas.clear()
+        if self._marked:
+            admin.execute(f"ALTER FUNCTION {MATCH_FUNCTION} NOT LEAKPROOF")
+            self._marked = False
         admin.close()
         self._admin = None
 

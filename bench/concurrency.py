@@ -4,7 +4,8 @@
                                 [--history 10000] [--database-url URL] [--json]
 
 One store is built with ``--history`` turns of synthetic past (the generator and bulk path of
-``bench/scale.py``: sessions over 5 years, 10,000 memory items, 1,000 digests), as a SQLite
+``bench/scale.py``: sessions over 5 years, as many memory items as turns up to 10,000, 50 of
+them active, up to 1,000 digests), as a SQLite
 file or a fresh PostgreSQL schema (``bench/backends.py``; dropped at the end). Then
 ``--clients`` processes each build rheo's runtime for the same profile the way a command
 does (``RHEO_HOME``, or ``RHEO_DATABASE_URL`` for PostgreSQL), open their own connection,
@@ -118,7 +119,7 @@ def client(
 
 def run(stores: Stores, clients: int, turns: int, history: int) -> dict[str, Any]:
     """Build the store, run the clients at once, check the ledger; the figures."""
-    info = scale.build(stores, "rheo", history)
+    info = scale.build(stores, "rheo", history, items_count=min(10_000, history))
     texts = scale.messages(info["vocab"], random.Random(11))
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("RHEO_", "ANTHROPIC_", "OPENAI_"))
@@ -209,7 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     with tempfile.TemporaryDirectory(prefix="rheo-concurrency-") as tmp:
-        stores = Stores(args.backend, folder=Path(tmp), url=url)
+        stores = Stores(
+            args.backend, folder=Path(tmp), url=url, leakproof_match=args.pg_leakproof_match
+        )
         try:
             fig = run(stores, args.clients, args.turns, args.history)
         except StoreError as exc:

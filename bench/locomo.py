@@ -288,6 +288,7 @@ def evaluate(
     turns_only: bool = False,
     backend: str = "sqlite",
     database_url: str | None = None,
+    leakproof_match: bool = False,
 ) -> dict[str, Any]:
     """Run every method at every budget, each conversation in a fresh store on ``backend``
     (``sqlite``: a file in a temporary folder; ``postgres``: a schema on the server at
@@ -295,7 +296,9 @@ def evaluate(
     tallies = {(m, b): Tally() for m in ("rheo", "recent", "bm25") for b in budgets}
     loaded: dict[str, Any] = {"conversations": 0, "turns": 0, "write_s": 0.0, "skipped": 0}
     with tempfile.TemporaryDirectory(prefix="rheo-locomo-") as tmp:
-        stores = Stores(backend, folder=Path(tmp), url=database_url)
+        stores = Stores(
+            backend, folder=Path(tmp), url=database_url, leakproof_match=leakproof_match
+        )
         try:
             _evaluate_in(samples, budgets, settings, stores, tallies, loaded, turns_only)
         finally:
@@ -463,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             turns_only=args.turns_only,
             backend=args.backend,
             database_url=url,
+            leakproof_match=args.pg_leakproof_match,
         )
     except StoreError as exc:
         print(f"locomo: {exc}", file=sys.stderr)

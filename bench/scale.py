@@ -163,8 +163,11 @@ def _act_for(conn: Any, profile: str) -> None:
         conn.set_tenant(profile)
 
 
-def build(stores: Stores, name: str, n: int, seed: int = 7) -> dict[str, Any]:
-    """Generate a store of ``n`` turns as ``stores``' store ``name``; return build figures."""
+def build(
+    stores: Stores, name: str, n: int, seed: int = 7, *, items_count: int = 10_000
+) -> dict[str, Any]:
+    """Generate a store of ``n`` turns (and ``items_count`` memory items, 50 of them active)
+    as ``stores``' store ``name``; return build figures."""
     rng = random.Random(seed)
     vocab = vocabulary(rng)
     main, other = generate_turns(n, rng, vocab)
@@ -189,10 +192,10 @@ def build(stores: Stores, name: str, n: int, seed: int = 7) -> dict[str, Any]:
         for _ in range(3000)
     ]
     facts = []
-    for i in range(10_000):
+    for i in range(items_count):
         source = rng.choice(user_ids) if user_ids else None
         when = START + timedelta(seconds=rng.uniform(0, YEARS * 365 * 86400))
-        status = "active" if i >= 10_000 - 50 else rng.choice(statuses)
+        status = "active" if i >= items_count - 50 else rng.choice(statuses)
         later = when + timedelta(days=rng.randint(1, 90))
         history = tuple(
             [("reinforced", when + timedelta(days=1), "mentioned again")] * rng.randint(0, 2)
@@ -528,7 +531,9 @@ def _run_sizes(args: argparse.Namespace, sizes: tuple[int, ...], url: str | None
         holder = tempfile.TemporaryDirectory(prefix=f"rheo-scale-{size}-")
         folder = (args.keep / str(size)) if args.keep else Path(holder.name)
         folder.mkdir(parents=True, exist_ok=True)
-        stores = Stores(args.backend, folder=folder, url=url)
+        stores = Stores(
+            args.backend, folder=folder, url=url, leakproof_match=args.pg_leakproof_match
+        )
         try:
             if args.backend == "postgres" or not stores.path("rheo").exists():
                 info = build(stores, "rheo", size)
