@@ -12,8 +12,14 @@ Ranking is FTS5's bm25, computed in the query (`bm25_query`), not PostgreSQL's `
 row holds as high as one on a rare word): the same formula, constants and clamping as
 SQLite's ``bm25()``, over the tenant's own rows. Turns found by history search are ranked by
 the engine itself (`ledger.turns`), on both stores.
+
 Row-level security already limits every query to the connection's tenant; the profile
-filter is kept anyway, as in every engine query.
+filter is kept anyway, as in every engine query. A cost to know: PostgreSQL applies a
+policy before any condition of the query that is not LEAKPROOF, and neither ``@@``
+(``ts_match_vq``) nor ``LIKE`` is, so under rheo's policies these searches read every row
+of the tenant instead of using the GIN and trigram indexes (the time grows with the ledger;
+BENCHMARKS.md measures it). A superuser can mark ``ts_match_vq`` LEAKPROOF, after which
+the planner uses the index; the results are the same either way.
 """
 
 from __future__ import annotations
