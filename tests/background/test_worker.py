@@ -50,8 +50,7 @@ def test_reply_returns_before_extraction_which_runs_detached(api, home):
 
 def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, monkeypatch):
     route(api, chat=text("ok"), extract=hang(30))
-    env = _env(api, home, RHEO_WORKER="off")
-    assert run_rheo("ask", "I live in Braga.", env=env).returncode == 0
+    assert rheo("ask", "I live in Braga.").exit_code == 0  # in-process; the worker is the point
     worker = subprocess.Popen(
         [sys.executable, "-m", "rheo_cli.background", "--worker"],
         env=netguard.subprocess_env(_env(api, home)),
@@ -74,11 +73,10 @@ def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, mon
     assert tuple(job) == ("done", 0)  # the killed worker's takeover is no failed attempt
 
 
-def test_only_one_detached_worker_runs_at_a_time(api, home):
+def test_only_one_detached_worker_runs_at_a_time(api, home, rheo):
     route(api, chat=text("ok"), extract=hang(2))
-    env = _env(api, home, RHEO_WORKER="off")
     for n in range(3):
-        assert run_rheo("ask", f"fact number {n}", env=env).returncode == 0
+        assert rheo("ask", f"fact number {n}").exit_code == 0  # in-process; RHEO_WORKER=off
     workers = [
         subprocess.Popen(
             [sys.executable, "-m", "rheo_cli.background", "--worker"],

@@ -170,9 +170,25 @@ def test_unwritable_stdout_keeps_the_reply(api, home):
 
 
 def test_listing_into_a_closed_pipe_exits_zero(api, home):
-    for n in range(50):
-        api.queue(text(f"reply {n}"))
-        run_rheo("ask", f"question {n}", env=env_for(api, home))
+    from datetime import UTC, datetime, timedelta
+
+    from rheo_cli.memory.ledger import turns as ledger
+    from rheo_cli.memory.store import db
+
+    conn = db.open_store(home / "rheo.db")  # seeded through the engine: the pipe is the point
+    start = datetime(2026, 4, 1, 9, tzinfo=UTC)
+    for n in range(100):
+        role = "user" if n % 2 == 0 else "assistant"
+        ledger.append_turn(
+            conn,
+            profile="default",
+            role=role,
+            content=f"turn {n}",
+            status=None if role == "user" else "ok",
+            now=start + timedelta(seconds=n),
+            gap_s=7200,
+        )
+    conn.close()
     proc = subprocess.Popen(
         [sys.executable, "-m", "rheo_cli", "history", "recent", "-n", "100"],
         stdout=subprocess.PIPE,
