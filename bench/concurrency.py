@@ -1,6 +1,6 @@
 """Many clients asking at once against one store: turns/s, context assembly and errors.
 
-    python bench/concurrency.py [--backend sqlite|postgres] [--clients 8] [--turns 25]
+    python bench/concurrency.py [--backend sqlite|postgres] [--clients 8] [--turns 50]
                                 [--history 10000] [--database-url URL] [--json]
 
 One store is built with ``--history`` turns of synthetic past (the generator and bulk path of
@@ -189,7 +189,7 @@ def _check_ledger(stores: Stores, asked: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, default=8, help="client processes (default 8)")
-    parser.add_argument("--turns", type=int, default=25, help="turns per client (default 25)")
+    parser.add_argument("--turns", type=int, default=50, help="turns per client (default 50)")
     parser.add_argument(
         "--history", type=int, default=10_000, help="turns of past in the store (default 10,000)"
     )
