@@ -115,10 +115,16 @@ class Stores:
             self._marked = True
 
     def _admin_conn(self) -> Any:
+        """The run's own connection for creating and dropping schemas; raises StoreError
+        (one line) when the server cannot be reached."""
         if self._admin is None:
             import psycopg
 
-            self._admin = psycopg.connect(self.base_url, autocommit=True, connect_timeout=10)
+            try:
+                self._admin = psycopg.connect(self.base_url, autocommit=True, connect_timeout=10)
+            except psycopg.Error as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                raise StoreError(f"cannot connect to PostgreSQL: {first}") from None
         return self._admin
 
     def schema(self, name: str) -> str:
@@ -185,7 +191,7 @@ class Stores:
 
     def close(self) -> None:
         """Drop every schema this run created (PostgreSQL); SQLite files go with the folder."""
-        if self.backend != "postgres":
+        if self.backend != "postgres" or (self._admin is None and not self.schemas):
             return
         admin = self._admin_conn()
         for schema in self.schemas:

@@ -75,3 +75,10 @@ def test_clients_asking_at_once_lose_nothing(backend, capsys):
     fig = json.loads(capsys.readouterr().out)
     assert fig["turns"] == 6 and fig["errors"] == 0
     assert fig["turns_per_s"] > 0 and fig["context_p95_ms"] >= fig["context_p50_ms"] > 0
+
+
+def test_an_unreachable_server_is_one_line(capsys):
+    bad = ["--backend", "postgres", "--database-url", "postgresql://rheo@127.0.0.1:1/none"]
+    assert concurrency.main([*bad, "--clients", "1", "--turns", "1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("concurrency: cannot connect to PostgreSQL") and err.count("\n") == 1
