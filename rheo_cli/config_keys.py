@@ -32,6 +32,12 @@ class Key:
     get: Callable[[config_mod.Config], Any]
     env: str | None = None
     flag: str | None = None
+    url: bool = False
+    """A URL that may carry a password: shown with it redacted (`redacted_url`)."""
+
+    def shown(self, value: Any) -> Any:
+        """``value`` as ``rheo config`` shows it (a URL's password redacted)."""
+        return redacted_url(value) if self.url and isinstance(value, str) else value
 
     @property
     def section(self) -> str:
@@ -108,6 +114,22 @@ KEYS: tuple[Key, ...] = (
         lambda c: c.providers.claude_code.command,
     ),
     Key("claude_code.model", "str", "its chat model", lambda c: c.providers.claude_code.model),
+    Key(
+        "store.url",
+        "str",
+        "PostgreSQL URL: memory there instead of the local file",
+        lambda c: c.store_url,
+        "RHEO_DATABASE_URL",
+        url=True,
+    ),
+    Key(
+        "store.redis_url",
+        "str",
+        "Redis URL: hot cache of CURRENT MEMORY",
+        lambda c: c.redis_url,
+        "RHEO_REDIS_URL",
+        url=True,
+    ),
 )
 BY_NAME = {k.name: k for k in KEYS}
 
@@ -147,8 +169,25 @@ def effective(
             value, source = environ[k.env].strip(), f"environment ({k.env})"
         if k.flag and flags and flags.get(k.flag):
             value, source = flags[k.flag], f"flag ({k.flag})"
-        out.append(Effective(k.name, value, source, k.help))
+        out.append(Effective(k.name, k.shown(value), source, k.help))
     return out
+
+
+_SECRET_PARAM = re.compile(r"(?i)([?&](?:password|passwd|pwd|sslpassword)=)[^&]*")
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with its password (``user:PASSWORD@`` and a ``password=`` query parameter)
+    replaced by ``***``; anything else kept, so the server, database and options still show."""
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        address, slash, tail = rest.partition("/")
+        credentials, at, host = address.rpartition("@")
+        if at and ":" in credentials:
+            user = credentials.split(":", 1)[0]
+            rest = f"{user}:***@{host}{slash}{tail}"
+        url = f"{scheme}{sep}{rest}"
+    return _SECRET_PARAM.sub(r"\1***", url)
 
 
 def parse_value(key: Key, text: str) -> Any:
@@ -259,6 +298,6 @@ def set_value(path: Path, name: str, text: str) -> Any:
         check_text(updated, path)
     except ConfigError as exc:
         message = str(exc).partition(": ")[2] if str(exc).startswith(path.name) else str(exc)
-        raise UsageError(f"{name} {text!r} refused: {message}") from None
+        raise UsageError(f"{name} {key.shown(text)!r} refused: {message}") from None
     replace_file(path, updated)
     return value

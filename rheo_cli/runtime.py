@@ -82,6 +82,7 @@ class Runtime:
         """
         if self._conn is None:
             if self.store_url:
+                _require("postgres", "PostgreSQL needs psycopg")
                 self._conn = db.open_url(self.store_url, tenant=self.profile)
             else:
                 self._conn = db.open_store(self.paths.db)
@@ -96,11 +97,14 @@ class Runtime:
         """The chat provider (created on first use; its SDK is imported on its first call).
 
         Raises NoProviderConfigured (exit 2, with guidance) when none is configured or found,
-        before anything is stored."""
+        ConfigError when its SDK (an optional extra) is not installed, before anything is
+        stored."""
         if self._provider is None:
             if self.choice is None:
                 error = self.choice_error or factory.NoProvider()
                 raise NoProviderConfigured(str(error), getattr(error, "detail", ""))
+            if self.choice.kind in ("openai", "ollama"):
+                _require("openai", f"{self.choice.kind} needs the openai SDK")
             self._provider = self.build_provider(self.choice)
         return self._provider
 
@@ -159,6 +163,14 @@ class Runtime:
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()
+
+
+def _require(extra: str, what: str) -> None:
+    """Raise ConfigError ``what: <install hint>`` when the optional ``extra`` is missing."""
+    from . import extras
+
+    if extras.missing(extra):
+        raise ConfigError(f"{what}: {extras.install_hint(extra)}")
 
 
 def queue_closed(

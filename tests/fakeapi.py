@@ -70,6 +70,7 @@ DEFAULT_MODEL = "claude-test-model"
 """Model echoed back when neither the request nor the reply names one."""
 
 MESSAGES_PATH = "/v1/messages"
+MODELS_PATH = "/v1/models"
 
 _REASONS = {529: "Overloaded"}
 _ERROR_TYPE_STATUS = {
@@ -832,6 +833,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command == "POST" and split.path == MESSAGES_PATH:
             rec.reply = fake._choose_reply(rec)
             reply = rec.reply
+        elif self.command == "GET" and split.path == MODELS_PATH:
+            fake._record(rec)
+            self._list_models(headers)
+            return
         else:
             reply = error(404, "not_found_error", f"Not found: {self.command} {split.path}")
         fake._record(rec)
@@ -870,6 +875,35 @@ class _Handler(BaseHTTPRequestHandler):
         self._start_response(status, headers)
         self.wfile.write(data)
         self.wfile.flush()
+
+    def _list_models(self, headers: Mapping[str, str]) -> None:
+        """``GET /v1/models`` as the real API answers it: 401 without a key, else a page of
+        models (``data``, ``has_more``, ``first_id``, ``last_id``)."""
+        if not headers.get("x-api-key") and not headers.get("authorization"):
+            payload = {
+                "type": "error",
+                "error": {
+                    "type": "authentication_error",
+                    "message": "x-api-key header is required",
+                },
+            }
+            self._send_json(401, payload, {})
+            return
+        data = [
+            {
+                "type": "model",
+                "id": DEFAULT_MODEL,
+                "display_name": "Fake model",
+                "created_at": "2026-01-01T00:00:00Z",
+            }
+        ]
+        page = {
+            "data": data,
+            "has_more": False,
+            "first_id": DEFAULT_MODEL,
+            "last_id": DEFAULT_MODEL,
+        }
+        self._send_json(200, page, {})
 
     def _respond(self, reply: Reply, rec: Recorded) -> None:
         self._wait(reply.delay)

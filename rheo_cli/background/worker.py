@@ -244,13 +244,14 @@ def run_pending(
 
 
 def queue_closed_everywhere(rt: Runtime) -> list[int]:
-    """Queue digest jobs for sessions closed by time in every profile (the worker serves
-    them all); returns the session ids queued. Never raises."""
+    """Queue digest jobs for sessions closed by time in every profile the worker serves
+    (`served_profile`); returns the session ids queued. Never raises."""
     from ..memory.ledger import closing
     from ..runtime import queue_closed
 
+    served = served_profile(rt)
     try:
-        profiles = closing.profiles_with_sessions(rt.conn)
+        profiles = [served] if served is not None else closing.profiles_with_sessions(rt.conn)
     except Exception:  # noqa: BLE001 - queueing is opportunistic
         return []
     now = rt.now()
@@ -274,10 +275,27 @@ def _unlock(handle: IO[str]) -> None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
+def served_profile(rt: Runtime) -> str | None:
+    """The profile whose jobs a worker of ``rt`` runs: on PostgreSQL its own (the connection
+    sees one tenant, by row-level security), on SQLite None (every profile of the file)."""
+    return rt.profile if getattr(rt, "store_url", None) else None
+
+
+def lock_name(rt: Runtime) -> str:
+    """The worker lock's file name in RHEO_HOME: ``worker.lock`` for the SQLite file (one
+    worker serves every profile), ``worker-PROFILE.lock`` on PostgreSQL (a worker serves its
+    own tenant, so each profile's worker runs beside the others')."""
+    served = served_profile(rt)
+    return "worker.lock" if served is None else f"worker-{served}.lock"
+
+
 def _lock_file(rt: Runtime) -> IO[str]:
+    from ..memory.store.db import ensure_private_dir
+
+    ensure_private_dir(rt.paths.home)  # on PostgreSQL nothing else may have created it
     old = os.umask(0o077)
     try:
-        return open(rt.paths.home / "worker.lock", "a")  # noqa: SIM115 - caller closes
+        return open(rt.paths.home / lock_name(rt), "a")  # noqa: SIM115 - caller closes
     finally:
         os.umask(old)
 
@@ -309,13 +327,13 @@ def detached_main(
         while _try_lock(handle):
             try:
                 queue_closed_everywhere(rt)
-                summary = run_pending(rt)
+                summary = run_pending(rt, profile=served_profile(rt))
             finally:
                 _unlock(handle)
             if summary.done or summary.retrying or summary.failed:
                 idle_since = time.monotonic()
                 continue  # new jobs may have come while these ran
-            wake = jobs.next_wake(rt.conn)
+            wake = jobs.next_wake(rt.conn, profile=served_profile(rt))
             if wake is None:
                 break
             wait = max(wake - time.time(), 0.0)
@@ -328,8 +346,13 @@ def detached_main(
 def spawn(rt: Runtime) -> None:
     """Start a detached worker (its own session, no terminal) and return at once.
 
-    It inherits the environment (RHEO_HOME, RHEO_NOW, the API settings); its stderr goes to
-    ``worker.log`` beside the database."""
+    It inherits the environment (RHEO_HOME, RHEO_NOW, the API settings) with RHEO_PROFILE set
+    to this command's profile (``--profile`` included), so on PostgreSQL it opens that
+    profile's tenant; its stderr goes to ``worker.log`` in RHEO_HOME (created here when
+    missing, as it is on PostgreSQL's first use). Raises OSError when it cannot start."""
+    from ..memory.store.db import ensure_private_dir
+
+    ensure_private_dir(rt.paths.home)
     log_path = rt.paths.home / "worker.log"
     old = os.umask(0o077)
     try:
@@ -339,6 +362,7 @@ def spawn(rt: Runtime) -> None:
     finally:
         os.umask(old)
     env = dict(os.environ)
+    env["RHEO_PROFILE"] = rt.profile
     if rt.choice is not None:  # the worker extracts with the provider this command chose
         env["RHEO_PROVIDER"] = rt.choice.kind
     with log:

@@ -1,18 +1,22 @@
 """The Redis hot cache of CURRENT MEMORY (Solid# article: "a Redis hash read + keyword
-matching"; rheo-cli[redis]).
+matching"; the ``redis`` extra).
 
 One hash per tenant and assistant, key ``rheo:{tenant}:{assistant}``: a field per active item
-(``item:<id>`` -> the item as JSON) plus ``_complete`` (so a tenant with no memory is cached
-too). A read is one round trip (HGETALL); a miss is backfilled from the store in one MULTI
-(DEL, HSET, EXPIRE) with the configured TTL, and the key is added to the tenant's index set
-``rheo:{tenant}:_keys``; every memory write deletes the keys that index names (each assistant
-sees a different view of the tenant's memory). No wildcard queries: keys are only ever named
-in full. The tenant is the runtime's profile, from
+(``item:<id>`` -> the item as JSON), ``_generation`` (the store's memory generation the items
+were read at, `hotcache.generation`) and ``_complete`` (so a tenant with no memory is cached
+too). A read is one round trip (HGETALL) and is used only when its generation is the store's
+current one, so a write the cache never heard of (Redis paused or unreachable during a purge,
+``rheo import`` without Redis configured) is never served stale. A miss is backfilled from the
+store in one MULTI (DEL, HSET, EXPIRE) with the configured TTL, and the key is added to the
+tenant's index set ``rheo:{tenant}:_keys``; every memory write also deletes the keys that
+index names (each assistant sees a different view of the tenant's memory). No wildcard
+queries: keys are only ever named in full. The tenant is the runtime's profile, from
 configuration.
 
-If Redis is down, slow (timeouts of half a second) or returns something that is not what rheo
-wrote, the chat goes on with memory read from the store, and one notice goes to stderr; the
-cache is then left alone for the rest of the process.
+If Redis is down, slow (timeouts of half a second) or its URL cannot be used, the chat goes on
+with memory read from the store, one notice goes to stderr, and the cache is left alone for
+the rest of the process. An entry that is not what rheo writes (a malformed item, a bad time)
+is a miss, with one notice naming the key, and is replaced by the backfill.
 """
 
 from __future__ import annotations
@@ -45,25 +49,32 @@ class RedisHotCache:
     def __init__(self, url: str, *, ttl_s: float, err: TextIO | None = None) -> None:
         import redis
 
-        self._redis = redis.Redis.from_url(
-            url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
-        )
-        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError)
+        self._errors: tuple[type[BaseException], ...] = (redis.RedisError, OSError, ValueError)
         self.ttl_s = ttl_s
         self._err = err
         self.failed = False
+        self._warned = False
+        try:
+            self._redis = redis.Redis.from_url(
+                url, socket_timeout=TIMEOUT_S, socket_connect_timeout=TIMEOUT_S
+            )
+        except (ValueError, TypeError) as exc:  # not a redis://, rediss:// or unix:// URL
+            self._notice(f"RHEO_REDIS_URL is not a Redis URL: {_one_line(exc)}")
 
-    def _notice(self, why: str) -> None:
-        if not self.failed:
+    def _notice(self, why: str, *, stop: bool = True) -> None:
+        """One notice per process; ``stop``: leave the cache alone from now on."""
+        if not self._warned:
             out = self._err or sys.stderr
             print(
                 f"rheo: the Redis cache is not usable ({why}); memory is read from the store",
                 file=out,
             )
-        self.failed = True
+        self._warned = True
+        self.failed = self.failed or stop
 
-    def read(self, tenant: str, assistant: str) -> list[dict[str, Any]] | None:
-        """The cached items, or None on a miss, when Redis fails, or for a malformed hash."""
+    def read(self, tenant: str, assistant: str) -> tuple[str, list[dict[str, Any]]] | None:
+        """``(generation, items)`` as cached, or None on a miss, when Redis fails, or for an
+        entry that is not what rheo writes (one notice naming its key)."""
         if self.failed:
             return None
         try:
@@ -76,23 +87,31 @@ class RedisHotCache:
         try:
             if found.get(b"_complete") != b"1":
                 raise ValueError("no completion mark")
-            items = [
+            generation = found.get(b"_generation")
+            if not isinstance(generation, bytes):
+                raise ValueError("no generation")
+            rows = [
                 json.loads(value) for field, value in found.items() if field.startswith(b"item:")
             ]
-            if not all(isinstance(i, dict) and i.get("profile") == tenant for i in items):
-                raise ValueError("items of another shape or tenant")
-        except (ValueError, AttributeError, TypeError) as exc:
-            self._notice(f"unexpected content under {key(tenant, assistant)}: {exc}")
+            hotcache.as_items(rows, tenant)  # every field of every item, or ValueError
+        except (ValueError, AttributeError, TypeError, RecursionError) as exc:
+            self._notice(
+                f"unexpected content under {key(tenant, assistant)}: {_one_line(exc)}",
+                stop=False,  # a miss: the backfill replaces it
+            )
             return None
-        items.sort(key=lambda i: int(i.get("id", 0)))
-        return items
+        rows.sort(key=lambda i: int(i["id"]))
+        return generation.decode("utf-8", "replace"), rows
 
-    def fill(self, tenant: str, assistant: str, items: list[dict[str, Any]]) -> None:
-        """Replace the cached items of ``tenant``/``assistant`` (one MULTI, with the TTL)."""
+    def fill(
+        self, tenant: str, assistant: str, items: list[dict[str, Any]], generation: str
+    ) -> None:
+        """Replace the cached items of ``tenant``/``assistant``, read at the store's memory
+        ``generation`` (one MULTI, with the TTL)."""
         if self.failed:
             return
         name = key(tenant, assistant)
-        mapping: dict[str | bytes, str | bytes] = {"_complete": "1"}
+        mapping: dict[str | bytes, str | bytes] = {"_complete": "1", "_generation": generation}
         for item in items:
             mapping[f"item:{item['id']}"] = json.dumps(item, ensure_ascii=False)
         try:
@@ -118,18 +137,20 @@ class RedisHotCache:
 
     def close(self) -> None:
         """Close the connection pool."""
-        with contextlib.suppress(*self._errors):
+        with contextlib.suppress(*self._errors, AttributeError):
             self._redis.close()
 
 
 def install(url: str, *, ttl_s: float) -> RedisHotCache | None:
     """Make ``url``'s Redis the engine's hot cache; None (and one notice) when the ``redis``
-    package is missing (pip install 'rheo-cli[redis]')."""
+    package is missing (`extras.install_hint`)."""
     try:
         cache = RedisHotCache(url, ttl_s=ttl_s)
     except ImportError:
+        from ..extras import install_hint
+
         print(
-            "rheo: RHEO_REDIS_URL needs the redis package: pip install 'rheo-cli[redis]'; "
+            f"rheo: RHEO_REDIS_URL needs the redis package: {install_hint('redis')}; "
             "memory is read from the store",
             file=sys.stderr,
         )

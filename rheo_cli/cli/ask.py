@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from typing import Annotated
 
@@ -106,10 +107,17 @@ def ask(
     from ..background.worker import kick_background
     from ..memory.ledger import sessions as sessions_mod
     from ..memory.ledger import turns as ledger
-    from ..turn.assistant import TurnFailed, TurnInterrupted, outcome_json
+    from ..memory.store.errors import StoreError
+    from ..turn.results import TurnFailed, TurnInterrupted, outcome_json
     from ..turn.wiring import make_assistant
     from ..ui.output import print_json
-    from ..ui.wording import NOTHING_TO_RETRY, failed_line, interrupted_line
+    from ..ui.wording import (
+        NOTHING_TO_RETRY,
+        cut_line,
+        failed_line,
+        interrupted_line,
+        not_stored_line,
+    )
 
     if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
         raise UsageError("use only one of --continue, --session, --new and --retry")
@@ -129,7 +137,10 @@ def ask(
     elif session is not None:
         session_id = sessions_mod.session_by_number(rt.conn, rt.profile, session).id
     elif cont:
-        latest = sessions_mod.latest_session(rt.conn, rt.profile)
+        try:
+            latest = sessions_mod.latest_session(rt.conn, rt.profile)
+        except (sqlite3.Error, StoreError):  # the turn answers without it, and says why
+            latest = None
         session_id = latest.id if latest is not None else None
     assistant = make_assistant(rt)
     assistant.extra_system = system
@@ -163,13 +174,23 @@ def ask(
         writer.finish()
         if json_out:
             print_json(outcome_json(exc.user_turn, exc.turn, "interrupted"))
-        say_error(interrupted_line(exc.turn.id))
+        unstored = assistant.not_stored
+        say_error(
+            f"interrupted; {not_stored_line(unstored)}"
+            if unstored is not None
+            else interrupted_line(exc.turn.id)
+        )
         raise typer.Exit(signals.exit_status(exc.cause)) from None
     except TurnFailed as exc:
         writer.finish()
         if json_out:
             print_json(outcome_json(exc.user_turn, exc.turn, str(exc.error)))
-        say_error(failed_line(exc.error))
+        unstored = assistant.not_stored
+        say_error(
+            f"{exc.error}; {not_stored_line(unstored)}"
+            if unstored is not None and not unstored.reply_only
+            else failed_line(exc.error)
+        )
         raise typer.Exit(int(ExitStatus.ERROR)) from None
     finally:
         writer.finish()
@@ -178,6 +199,10 @@ def ask(
         rt.close()
     if json_out:
         print_json({**result.to_json(), "session_number": session_number})
+    if result.cut:
+        say_error(f"note: {cut_line(result)}")
+    if assistant.not_stored is not None:  # the reply came; memory could not keep it
+        say_error(f"note: {not_stored_line(assistant.not_stored)}")
     if usage:
         say_error(usage_line(result.usage))
     if writer.write_error or sys.stdout is None:
@@ -185,7 +210,7 @@ def ask(
         where = (
             f"it is stored as turn #{result.assistant_turn.id}"
             if result.assistant_turn.id
-            else "it was not stored (incognito)"
+            else "it was not stored" + (" (incognito)" if incognito else "")
         )
         say_error(f"cannot write the reply ({reason}); {where}")
         raise typer.Exit(int(ExitStatus.ERROR))

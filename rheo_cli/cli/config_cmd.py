@@ -59,12 +59,33 @@ def show(json_out: Json = False) -> None:
         )
         return
     echo(f"# {path}" + ("" if path.exists() else " (not created yet: all defaults)"))
-    width = max(len(r.name) for r in rows)
-    echo(f"{'profile':<{width}}  {profile or 'default'!s:<24} {profile_source}")
+    table = [("profile", profile or "default", profile_source)]
     for r in rows:
         value = ", ".join(r.value) if isinstance(r.value, list) else r.value
         shown = f"{value:g}" if isinstance(value, float) else str(value or "-")
-        echo(f"{r.name:<{width}}  {shown:<24} {r.source}")
+        table.append((r.name, shown, r.source))
+    for line in aligned(table):
+        echo(line)
+
+
+VALUE_COLUMN = 40
+"""The widest value column of ``config show``; a longer value puts its source on the next line."""
+
+
+def aligned(rows: list[tuple[str, str, str]]) -> list[str]:
+    """``name  value  source`` lines in columns two spaces apart: the value column as wide as
+    the widest value up to `VALUE_COLUMN`; a longer value's source goes on the line below,
+    under the source column, so columns never run together."""
+    width = max(len(name) for name, _, _ in rows)
+    values = min(VALUE_COLUMN, max(len(value) for _, value, _ in rows))
+    lines = []
+    for name, value, source in rows:
+        if len(value) <= values:
+            lines.append(f"{name:<{width}}  {value:<{values}}  {source}")
+        else:
+            lines.append(f"{name:<{width}}  {value}")
+            lines.append(f"{'':<{width}}  {'':<{values}}  {source}")
+    return lines
 
 
 @app.command()
@@ -107,12 +128,15 @@ def edit() -> None:
     editor = os.environ.get("VISUAL", "").strip() or os.environ.get("EDITOR", "").strip() or "vi"
     draft = path.with_name(f"{path.name}.edit.toml")
     path.parent.mkdir(parents=True, exist_ok=True)
-    draft.write_text(before, encoding="utf-8")
+    _write_private(draft, before)  # a copy of config.toml: as private as it (a leftover goes)
     try:
         status = subprocess.call([*shlex.split(editor), str(draft)])
     except OSError as exc:
         draft.unlink(missing_ok=True)
         raise UsageError(f"cannot run the editor {editor!r}: {exc.strerror or exc}") from None
+    except BaseException:  # Ctrl-C while the editor runs: leave nothing behind
+        draft.unlink(missing_ok=True)
+        raise
     after = draft.read_text(encoding="utf-8")
     if status != 0:
         draft.unlink(missing_ok=True)
@@ -128,6 +152,16 @@ def edit() -> None:
     replace_file(path, after)
     draft.unlink(missing_ok=True)
     echo(f"saved {path}")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (replacing it), readable by its owner only (0600)."""
+    import os
+
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an older leftover keeps its mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 @app.command("set")
@@ -146,8 +180,8 @@ def set_(
       rheo config set session.gap_hours 4
       rheo config set model claude-opus-5
     """
-    from ..config_keys import set_value, toml_value
+    from ..config_keys import BY_NAME, set_value, toml_value
 
     path = _config_path()
     stored = set_value(path, key, value)
-    echo(f"{key} = {toml_value(stored)}  (in {path})")
+    echo(f"{key} = {toml_value(BY_NAME[key].shown(stored))}  (in {path})")

@@ -8,6 +8,7 @@ import typer
 
 from ..errors import UsageError
 from ..ui.output import echo, print_json
+from ..ui.output import preview as excerpt
 from .errors import command
 from .inputs import compose, read_stdin
 from .options import AssistantOpt, Json, Profile
@@ -53,7 +54,7 @@ def context(
     except UsageError:
         message = ""  # no message: show what is injected around an empty one
     rt = runtime_for(profile, assistant=assistant)
-    from ..turn.assistant import preview
+    from ..turn.preview import preview
     from ..turn.wiring import tool_specs
 
     info = preview(
@@ -93,6 +94,14 @@ def _prompt(info: dict[str, Any]) -> None:
         echo(f"──── tools: {', '.join(info['tools'])}")
 
 
+def explain_line(line: dict[str, Any]) -> str:
+    """One injected line for ``--explain``: its row, rank, a short excerpt and why it was
+    chosen (``matched: tea, ana``, ``recent turn``...)."""
+    text = line["text"].lstrip("- ").strip()
+    why = f"  ({line['why']})" if line["why"] else ""
+    return f"    {line['source']:<12} rank {line['rank']:>8.3f}  {excerpt(text, 60)}{why}"
+
+
 def _table(info: dict[str, Any], *, explain: bool) -> None:
     echo("──── tokens (estimated) ────")
     for s in info["sections"]:
@@ -100,6 +109,6 @@ def _table(info: dict[str, Any], *, explain: bool) -> None:
         echo(f"{s['name']:<18} {s['tokens']:>6}{dropped}")
         if explain:
             for ln in s["lines"]:
-                echo(f"    {ln['source']:<12} rank {ln['rank']:>8.3f}  {ln['why']}")
+                echo(explain_line(ln))
     echo(f"{'context total':<18} {info['context_tokens']:>6} of {info['budget']:,} budget")
     echo(f"{'message':<18} {info['message_tokens']:>6}")

@@ -109,14 +109,16 @@ def maintain(
 ) -> None:
     """Run pending memory work now (extraction, digests).
 
-    Queues digests for sessions that have closed, then runs every pending job of the profile
-    in the foreground, including ones waiting to be retried after a failure. Jobs that failed
-    for good (5 failed calls) stay failed unless --retry-failed re-queues them.
+    Queues digests for sessions that have closed, then runs every pending job of this one
+    profile in the foreground (another profile: --profile NAME), including ones waiting to be
+    retried after a failure. Jobs that failed for good (5 failed calls) stay failed unless
+    --retry-failed re-queues them.
 
     \b
     Examples:
       rheo maintain
       rheo maintain --retry-failed
+      rheo maintain --profile work
     """
     from datetime import timedelta
 
@@ -170,12 +172,17 @@ def maintain(
         if progress is not None:
             progress.stop()
     if json_out:
-        print_json(summary.to_json())
+        print_json({"profile": rt.profile, **summary.to_json()})
         return
     echo(
-        f"{len(summary.done)} job(s) done, {len(summary.retrying)} to retry, "
-        f"{len(summary.failed)} failed"
+        f"profile {rt.profile}: {len(summary.done)} job(s) done, "
+        f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
     )
+    if rt.store_url:
+        echo(
+            "(on PostgreSQL a profile sees only its own tenant: "
+            "'rheo maintain --profile NAME' runs another profile's jobs)"
+        )
     for job, error in summary.retrying + summary.failed:
         echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
     stuck = len(jobs.list_jobs(rt.conn, rt.profile, statuses=("failed",), limit=10_000))
@@ -191,7 +198,7 @@ def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
     ref = f"session s{session}" if j.kind == "digest" else f"turn #{j.ref_id}"
     tries = f"{j.attempts} attempt{'s' if j.attempts != 1 else ''}"
     if j.status == "done":
-        state = f"done ({tries})"
+        state = f"done ({tries})" if j.attempts > 1 else "done"
     elif j.status == "failed":
         state = f"failed after {tries}: {preview(j.last_error or '', 60)}"
     elif j.status == "pending" and j.last_error:

@@ -2,8 +2,10 @@
 
 Checks: the database opens and its schema version, SQLite's integrity check, every FTS5 index
 against its table, missing tables, file permissions (0600 files, 0700 folders), the config
-file, that an API key is set (never its value), and pending and failed jobs. Exit 0 when
-healthy, 1 with the list of problems.
+file and the assistants' prompt files, that an API key is set (never its value), and pending
+and failed jobs. The permissions checked are those of rheo's store and files; the person's
+own assistant prompt files there are not rheo's secrets. On PostgreSQL
+the store's checks are `doctor_pg`'s. Exit 0 when healthy, 1 with the list of problems.
 """
 
 from __future__ import annotations
@@ -37,12 +39,15 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
-def _private_problems(home: Path) -> list[str]:
-    """rheo's files and folders under ``home`` readable by others than their owner."""
+def _private_problems(home: Path, own: frozenset[Path] = frozenset()) -> list[str]:
+    """rheo's files and folders under ``home`` readable by others than their owner; ``own``:
+    the person's own files kept there (assistant prompt files), which hold no secret."""
     found: list[str] = []
     if not home.exists():
         return found
     for path in [home, *sorted(home.rglob("*"))]:
+        if path in own:
+            continue
         try:
             mode = stat.S_IMODE(path.lstat().st_mode)
         except OSError:
@@ -55,10 +60,10 @@ def _private_problems(home: Path) -> list[str]:
     return found
 
 
-def _fix_private(home: Path) -> int:
+def _fix_private(home: Path, own: frozenset[Path] = frozenset()) -> int:
     fixed = 0
     for path in [home, *sorted(home.rglob("*"))] if home.exists() else []:
-        if path.is_symlink():
+        if path.is_symlink() or path in own:
             continue
         try:
             mode = stat.S_IMODE(path.lstat().st_mode)
@@ -70,18 +75,81 @@ def _fix_private(home: Path) -> int:
     return fixed
 
 
+def _assistants_check(cfg: Any) -> Check:
+    """Every assistant's prompt file can be read (a missing one fails each chat with it)."""
+    from ..errors import RheoError
+
+    problems: list[str] = []
+    for assistant in cfg.assistants.values():
+        try:
+            assistant.prompt()
+        except RheoError as exc:
+            problems.append(str(exc))
+    names = ", ".join(sorted(cfg.assistants))
+    return Check("assistants", not problems, "; ".join(problems[:3]) or f"{names}: prompts read")
+
+
+def now_or_clock() -> datetime:
+    """``RHEO_NOW`` when it is valid, else the system clock (doctor reports a bad one)."""
+    from .. import clock
+    from ..errors import RheoError
+
+    try:
+        return clock.from_env()()
+    except RheoError:
+        return datetime.now(UTC)
+
+
+def queue_missing_digests(conn: Any, gap_s: float) -> int:
+    """Queue a digest job for every session (of the profiles the connection sees) closed by
+    time with neither a digest nor a job; returns how many were queued."""
+    from ..memory import jobs
+    from ..memory.ledger import closing
+    from ..memory.store.timeutil import to_stored
+
+    now = now_or_clock()
+    closed_before = to_stored(now - timedelta(seconds=gap_s))
+    queued = 0
+    for prof in closing.profiles_with_sessions(conn):
+        for session_id in jobs.sessions_awaiting_digest(
+            conn, profile=prof, closed_before=closed_before
+        ):
+            queued += jobs.enqueue(
+                conn, profile=prof, kind="digest", ref_id=session_id, ts=to_stored(now)
+            )
+    return queued
+
+
+def session_check(conn: Any, profile: str | None, repair: bool, repaired: list[str]) -> Check:
+    """Sessions whose counters (turns, first and last turn's time) disagree with their turns
+    (of ``profile``; every profile when None); ``repair`` recounts them from the turns."""
+    from ..memory.ledger import counters
+
+    if repair:
+        try:
+            if fixed := counters.repair(conn, profile):
+                repaired.append(f"recounted the turns and times of {len(fixed)} session(s)")
+        except Exception as exc:  # noqa: BLE001 - reported as a line, the check stays a problem
+            repaired.append(f"could not recount the sessions: {' '.join(str(exc).split())[:160]}")
+    stale = counters.stale_sessions(conn, profile)
+    detail = "every session's turn count and times match its turns"
+    if stale:
+        detail = (
+            f"{len(stale)} session(s) whose turn count or times disagree with their turns "
+            "('rheo doctor --repair' recounts them)"
+        )
+    return Check("sessions", not stale, detail)
+
+
 def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str]]:
     """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
-    from .. import clock
     from .. import config as config_mod
     from ..errors import RheoError
     from ..memory import jobs
-    from ..memory.ledger import closing
     from ..memory.store import db, health
     from ..memory.store.errors import StoreError
     from ..memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
     from ..memory.store.profiles import DEFAULT_PROFILE
-    from ..memory.store.timeutil import to_stored
     from ..paths import resolve
     from ..providers.anthropic_api import has_credentials
 
@@ -91,18 +159,25 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     repaired: list[str] = []
 
     gap_s = 2 * 3600.0
+    own: frozenset[Path] = frozenset()
     try:
         cfg = config_mod.load(paths.config)
         gap_s = cfg.engine.gap_s
         where = str(paths.config) if paths.config.exists() else "no config.toml: defaults"
         checks.append(Check("config", True, where))
+        own = frozenset(a.prompt_file for a in cfg.assistants.values() if a.prompt_file)
+        if cfg.assistants:
+            checks.append(_assistants_check(cfg))
     except RheoError as exc:
         checks.append(Check("config", False, str(exc)))
 
+    store_url = os.environ.get("RHEO_DATABASE_URL", "").strip()
     try:  # whichever provider is configured or found; no key's value is ever shown
         from .. import runtime
 
-        guidance = runtime.build(profile=name).provider_ready()
+        rt = runtime.build(profile=name)
+        store_url = rt.store_url or ""
+        guidance = rt.provider_ready()
         ready = guidance is None
         detail = "a chat provider is configured" if ready else str(guidance).splitlines()[0]
     except RheoError:  # a broken config is reported above: look for Anthropic's key alone
@@ -114,13 +189,18 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         )
     checks.append(Check("api key", ready, detail))
 
-    if repair and (count := _fix_private(paths.home)):
+    if repair and (count := _fix_private(paths.home, own)):
         repaired.append(f"permissions of {count} file(s) or folder(s) set to owner-only")
-    loose = _private_problems(paths.home)
+    loose = _private_problems(paths.home, own)
     checks.append(
         Check("permissions", not loose, "; ".join(loose[:5]) or "files 0600, folders 0700")
     )
 
+    if store_url:
+        from .doctor_pg import run_pg_checks
+
+        checks += run_pg_checks(store_url, name, repair, repaired, gap_s)
+        return checks, repaired
     if not paths.db.exists():
         checks.append(Check("database", True, f"{paths.db} not created yet"))
         return checks, repaired
@@ -176,26 +256,9 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         )
 
         if not missing:
-            if repair:
-                queued = 0
-                try:
-                    now = clock.from_env()()
-                except RheoError:
-                    now = datetime.now(UTC)
-                closed_before = to_stored(now - timedelta(seconds=gap_s))
-                for prof in closing.profiles_with_sessions(conn):
-                    for session_id in jobs.sessions_awaiting_digest(
-                        conn, profile=prof, closed_before=closed_before
-                    ):
-                        queued += jobs.enqueue(
-                            conn,
-                            profile=prof,
-                            kind="digest",
-                            ref_id=session_id,
-                            ts=to_stored(now),
-                        )
-                if queued:
-                    repaired.append(f"queued {queued} missing digest(s)")
+            checks.append(session_check(conn, None, repair, repaired))
+            if repair and (queued := queue_missing_digests(conn, gap_s)):
+                repaired.append(f"queued {queued} missing digest(s)")
             counts = jobs.status_counts(conn)
             failed = counts.get("failed", 0)
             waiting = counts.get("pending", 0) + counts.get("running", 0)
@@ -214,35 +277,24 @@ def doctor(
         bool,
         typer.Option(
             "--repair",
-            help="Rebuild search indexes from their tables, queue missing digests, make "
-            "files private. Never changes the ledger's content.",
+            help="Rebuild search indexes from their tables, recount sessions from their "
+            "turns, queue missing digests, make files private. Never changes the ledger's "
+            "content.",
         ),
     ] = False,
     json_out: Json = False,
     profile: Profile = None,
 ) -> None:
-    """Check the store: integrity, search indexes, permissions, config, API key, jobs,
-    schema version. Exit 0 when healthy, 1 with the list of problems.
+    """Check the store: integrity, search indexes, session counters, permissions, config,
+    API key, jobs, schema version. Exit 0 when healthy, 1 with the list of problems.
 
     \b
     Examples:
       rheo doctor
       rheo doctor --repair
     """
-    import os
+    from .state import GLOBAL
 
-    from ..errors import RheoError, UsageError
-    from .state import GLOBAL, runtime_for
-
-    try:
-        on_postgres = bool(runtime_for(profile).store_url)
-    except RheoError:  # a broken config is one of the things doctor reports
-        on_postgres = bool(os.environ.get("RHEO_DATABASE_URL", "").strip())
-    if on_postgres:
-        raise UsageError(
-            "rheo doctor checks the SQLite store; on PostgreSQL use the server's own tools "
-            "(rheo providers still checks the model providers)"
-        )
     checks, repaired = run_checks(profile if profile is not None else GLOBAL.profile, repair)
     healthy = all(c.ok for c in checks)
     if json_out:

@@ -16,6 +16,7 @@ import typer
 from ..errors import ExitStatus, RheoError
 from ..memory.store.errors import EngineError, InvalidInput, NotFound
 from ..ui.output import quiet_stdout
+from ..ui.wording import database_message
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -41,21 +42,6 @@ def exit_status_for(exc: BaseException) -> int:
     if isinstance(exc, InvalidInput | NotFound):  # a wrong argument, e.g. an unknown id
         return int(ExitStatus.USAGE)
     return int(ExitStatus.ERROR)
-
-
-def database_message(exc: sqlite3.Error) -> str:
-    """A one-line explanation of a SQLite failure for a person."""
-    text = str(exc)
-    lowered = text.lower()
-    if "locked" in lowered or "busy" in lowered:
-        return "the database stayed busy: another process held it for more than 30 s; try again"
-    if "readonly" in lowered or "read-only" in lowered:
-        return "cannot write the database: it is read-only (check its permissions)"
-    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
-        return f"the database is damaged ({text}); 'rheo paths' shows where it is"
-    if "disk i/o" in lowered or "full" in lowered:
-        return f"cannot write the database: {text} (is the disk full?)"
-    return f"database error: {text}"
 
 
 @contextmanager

@@ -36,3 +36,14 @@ class GroupedHelp(TyperGroup):
         for panel in order:
             with formatter.section(panel):
                 formatter.write_dl(grouped[panel])
+
+
+class ListsWhenAlone(TyperGroup):
+    """A group whose ``list`` command runs when no command is named: ``rheo items`` and
+    ``rheo items --all --json`` are ``rheo items list ...`` (``--help`` stays the group's)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """Put ``list`` first when ``args`` start with an option (or are empty)."""
+        if not args or (args[0].startswith("-") and args[0] not in ctx.help_option_names):
+            args = ["list", *args]
+        return list(super().parse_args(ctx, args))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from ..errors import UsageError
+from ..errors import RheoError, UsageError
 from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Profile
@@ -52,6 +52,8 @@ def import_history(
     if not file.is_file():
         raise UsageError(f"{file}: no such file")
     parsed = parser_for(fmt)(file)
+    if not parsed.conversations:
+        raise RheoError(f"{file}: {no_conversations(fmt, parsed.skipped)}")
     rt = runtime_for(profile)
     summary = _write(rt, parsed, extract=extract, bar=sys.stderr.isatty() and not json_out)
     if extract and summary.extract_jobs + summary.digest_jobs:
@@ -74,6 +76,13 @@ def import_history(
             f"queued {summary.extract_jobs} extraction and {summary.digest_jobs} digest job(s)"
             " ('rheo jobs list' shows them)"
         )
+
+
+def no_conversations(fmt: str, skipped: Any) -> str:
+    """Why nothing was imported from a file of format ``fmt`` that held no conversation rheo
+    can read (``skipped``: what the parser left out, by reason)."""
+    left = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
+    return f"no {fmt} conversation rheo can read" + (f" (left out: {left})" if left else "")
 
 
 def _write(rt, parsed, *, extract: bool, bar: bool):  # type: ignore[no-untyped-def]

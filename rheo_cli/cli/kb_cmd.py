@@ -10,19 +10,26 @@ import typer
 from ..errors import UsageError
 from ..ui.output import local, preview, print_json, safe
 from .errors import command
+from .group import ListsWhenAlone
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo kb add notes/*.md",
     rich_markup_mode=None,
     pretty_exceptions_show_locals=False,
-    help="The knowledge base: Markdown and text documents rheo searches and injects.",
-    no_args_is_help=True,
+    help="The knowledge base: Markdown and text documents rheo searches and injects (alone: "
+    "list them).",
 )
 
 MAX_FILE_BYTES = 20 * 1024 * 1024
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
+
+
+def _chunks(count: int) -> str:
+    """``1 chunk``, ``3 chunks``."""
+    return f"{count} chunk{'' if count == 1 else 's'}"
 
 
 def _read(path: Path) -> str:
@@ -87,12 +94,12 @@ def add(
             continue
         where = safe(doc.source)
         if added.action == "added":
-            typer.echo(f"#{doc.id} added: {where} ({doc.chunks} chunks)")
+            typer.echo(f"#{doc.id} added: {where} ({_chunks(doc.chunks)})")
         elif added.action == "replaced" and added.previous is not None:
             typer.echo(
                 f"#{doc.id} version {doc.version} of {where} replaces #{added.previous.id} "
-                f"(version {added.previous.version}; {added.previous.chunks} → {doc.chunks} "
-                "chunks)"
+                f"(version {added.previous.version}; {added.previous.chunks} → "
+                f"{_chunks(doc.chunks)})"
             )
         else:
             typer.echo(f"#{doc.id} unchanged: {where} (version {doc.version})")
@@ -129,7 +136,7 @@ def list_(
     for d in found:
         state = "" if d.status == "active" else f"  [{d.status}]"
         typer.echo(
-            f"#{d.id:<5} v{d.version:<3} {local(d.added_at, now)}  {d.chunks:>4} chunks  "
+            f"#{d.id:<5} v{d.version:<3} {local(d.added_at, now)}  {_chunks(d.chunks):>11}  "
             f"{preview(d.title, 40)}  {preview(d.source, 60)}{state}"
         )
 

@@ -161,7 +161,9 @@ def run(argv: list[str] | None = None) -> int:
                 return exit_code
             ctx = getattr(exc, "ctx", None)
             where = getattr(ctx, "command_path", "rheo") if ctx is not None else "rheo"
-            say_error(f"{format_message()} (see '{where} --help')")
+            from .usage_words import usage_line
+
+            say_error(f"{usage_line(exc)} (see '{where} --help')")
             return exit_code
         raise
     return result if isinstance(result, int) else int(ExitStatus.OK)

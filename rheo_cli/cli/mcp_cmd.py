@@ -36,7 +36,9 @@ def mcp(
     try:
         import mcp as _sdk  # noqa: F401
     except ImportError:
-        raise UsageError("rheo mcp needs the MCP SDK: pip install 'rheo-cli[mcp]'") from None
+        from ..extras import install_hint
+
+        raise UsageError(f"rheo mcp needs the MCP SDK: {install_hint('mcp')}") from None
     from ..mcpserver.server import serve
 
     rt = runtime_for(profile)

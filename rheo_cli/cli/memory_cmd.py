@@ -11,16 +11,19 @@ from ..ui.items import item_line, open_item_line
 from ..ui.output import echo, local, preview, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
+from .group import ListsWhenAlone
 from .options import MAX_ID, AssistantOpt, Json, Limit, Profile
 from .state import runtime_for
 
 app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo memory list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
     help="Durable facts rheo remembers: list, show, correct, forget (alone: list them).",
 )
 items_app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo items list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
@@ -63,18 +66,6 @@ OpenItemId = Annotated[
         autocompletion=open_item_ids,
     ),
 ]
-
-
-@app.callback(invoke_without_command=True)
-def _memory(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand is None:  # `rheo memory` alone lists, as /memory does
-        list_()
-
-
-@items_app.callback(invoke_without_command=True)
-def _items(ctx: typer.Context) -> None:
-    if ctx.invoked_subcommand is None:  # `rheo items` alone lists, as /items does
-        items_list()
 
 
 @app.command("list")
@@ -234,7 +225,10 @@ def add(
             "--topic", "-t", help="Short key; a later fact on the same topic replaces this one."
         ),
     ],
-    category: Annotated[str, typer.Option("--category", "-c")] = "fact",
+    category: Annotated[
+        str | None,
+        typer.Option("--category", "-c", help="fact (default), open_item (with --due), ..."),
+    ] = None,
     confidence: Annotated[float | None, typer.Option("--confidence", min=0.0, max=1.0)] = None,
     pin: Annotated[bool, typer.Option("--pin", help="Always remember it.")] = False,
     due: Annotated[
@@ -266,11 +260,14 @@ def add(
     \b
     Examples:
       rheo memory add "Ana prefers tea" --topic ana.drink
-      rheo memory add "send the report" -t report -c open_item --due friday
+      rheo memory add "send the report" -t report --due friday   (an open item)
     """
     from ..memory.facts.remember import Fact, remember
     from ..memory.store.timeutil import to_stored
 
+    if due is not None and category not in (None, "open_item"):
+        raise UsageError(f"--due is for open items, not -c {category}: drop -c or use -c open_item")
+    category = category or ("open_item" if due is not None else "fact")
     rt = runtime_for(profile, assistant=assistant)
     due_at = None
     due_moment = None

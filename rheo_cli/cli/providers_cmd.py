@@ -10,7 +10,8 @@ from .options import Json, Profile
 @command
 def providers(json_out: Json = False, profile: Profile = None) -> None:
     """List the model providers, the one chat uses, the extraction chain, and whether each is
-    reachable (a key set, claude on PATH, or GET base_url/models). Keys are never printed.
+    reachable (claude on PATH; for the APIs a key set and GET .../models answering, 2 s at
+    most, no tokens spent). Keys are never printed.
 
     \b
     Example:
@@ -31,6 +32,7 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
                 if chat
                 else None,
                 "extraction": [c.name for c in chain],
+                "extraction_sources": [c.source for c in chain],
                 "extraction_problems": problems,
                 "providers": [s.to_json() for s in statuses],
             }
@@ -41,6 +43,9 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
     else:
         echo("chat:       none configured (see below)")
     echo(f"extraction: {' -> '.join(c.name for c in chain) or 'none'}")
+    for link in chain:
+        if not link.source.startswith("[extraction]"):
+            echo(f"            ({link.name}: {link.source})")
     for problem in problems:
         echo(f"            ({problem})")
     echo("")

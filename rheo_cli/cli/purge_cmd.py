@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ..errors import UsageError
-from ..ui.output import echo, print_json
+from ..ui.output import echo, print_json, safe
 from .errors import command, say_error
 from .options import MAX_ID, Json, Profile
 from .state import runtime_for
+
+if TYPE_CHECKING:
+    from ..memory.ledger.turns import Turn
+    from ..memory.purge import Target
+    from ..runtime import Runtime
 
 WHAT_HELP = "turn, session, memory (an item) or profile."
 
@@ -56,12 +61,55 @@ def _scrub_input_history(path: object, texts: set[str]) -> int:
     return dropped
 
 
+def _parse_ref(what: str, ref: str | None) -> int:
+    """The number in ``ref`` (``12``, ``#12``; a session also ``s12``); UsageError otherwise."""
+    text = (ref or "").strip().lower().lstrip("#")
+    if what == "session":
+        text = text.removeprefix("s")
+    example = "s3" if what == "session" else "12"
+    if not text.isascii() or not text.isdigit():
+        raise UsageError(f"purge {what} needs its number, e.g. 'rheo purge {what} {example}'")
+    number = int(text)
+    if not 1 <= number <= MAX_ID:
+        raise UsageError(f"no {what} {'s' if what == 'session' else '#'}{number}")
+    return number
+
+
+def _first_words(text: str, words: int = 8) -> str:
+    """The first ``words`` words of ``text`` on one line, marked with … when cut."""
+    parts = text.split()
+    head = " ".join(parts[:words])
+    return head + ("…" if len(parts) > words else "")
+
+
+def _describe(rt: Runtime, target: Target, shown: str, user_turns: list[Turn]) -> str:
+    """The confirmation's subject: what will be erased, by the number the person sees and its
+    first words, with counts (``session s2 ("plan the trip to…"): 4 turn(s)``)."""
+    from ..memory.facts import items
+
+    detail = target.describe()
+    if target.what == "profile":
+        return detail
+    words = ""
+    if user_turns:
+        words = _first_words(user_turns[0].content)
+    elif target.what == "memory" and target.ref_id is not None:
+        words = _first_words(items.get_item(rt.conn, rt.profile, target.ref_id).label)
+    head = shown or detail.split(":", 1)[0]
+    counts = detail.split(": ", 1)[1] if ": " in detail else ""
+    quoted = f' ("{safe(words)}")' if words else ""
+    return f"{head}{quoted}: {counts}" if counts else f"{head}{quoted}"
+
+
 @command
 def purge(
     what: Annotated[str, typer.Argument(help=WHAT_HELP, metavar="WHAT")],
     ref: Annotated[
         str | None,
-        typer.Argument(help="The id (turn, session, memory) or the profile's name.", metavar="ID"),
+        typer.Argument(
+            help="The turn or memory id, the session's number (s3), or the profile's name.",
+            metavar="ID",
+        ),
     ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     json_out: Json = False,
@@ -70,15 +118,21 @@ def purge(
     """Erase for good: a turn, a session, a memory item, or a whole profile.
 
     Unlike 'memory forget', nothing is kept: the content leaves the tables, the search
-    indexes and the file itself (freed space is overwritten and the file compacted). What was
-    learnt from a purged turn goes with it. A tombstone records what was erased and when.
+    indexes and the file itself (freed space is overwritten and the file compacted; on
+    PostgreSQL the touched tables are rewritten). What was learnt from a purged turn goes
+    with it. A tombstone records what was erased and when.
+
+    A session is named by the number 'rheo sessions list' shows (s3, or just 3); numbers
+    never shift, so a purged session leaves a gap.
 
     \b
     Examples:
       rheo purge turn 42
+      rheo purge session s3
       rheo purge profile old-job --yes
     """
     from ..memory import purge as engine
+    from ..memory.ledger import sessions
     from ..memory.ledger import turns as ledger
 
     what = what.strip().lower()
@@ -89,24 +143,25 @@ def purge(
         if ref is not None:
             profile = ref
     else:
-        if ref is None or not ref.strip().lstrip("#").isdigit():
-            raise UsageError(f"purge {what} needs an id, e.g. 'rheo purge {what} 12'")
-        ref_id = int(ref.strip().lstrip("#"))
-        if not 1 <= ref_id <= MAX_ID:
-            raise UsageError(f"no {what} #{ref_id}")
+        ref_id = _parse_ref(what, ref)
     rt = runtime_for(profile)
-    if rt.store_url:
-        raise UsageError(
-            "rheo purge works on the SQLite store; on PostgreSQL it is not available yet"
-        )
+    shown = ""
+    if what == "session":
+        assert ref_id is not None
+        shown = f"session s{ref_id}"  # the number the person sees, never the store's id
+        ref_id = sessions.session_by_number(rt.conn, rt.profile, ref_id).id
     target = engine.plan(rt.conn, profile=rt.profile, what=what, ref_id=ref_id)
-    typed = {
-        t.content for t in ledger.get_turns(rt.conn, rt.profile, target.turns) if t.role == "user"
-    }
-    if not yes and not _confirm(f"Erase {target.describe()} for good? This cannot be undone."):
+    user_turns = [
+        t for t in ledger.get_turns(rt.conn, rt.profile, target.turns) if t.role == "user"
+    ]
+    typed = {t.content for t in user_turns}
+    question = _describe(rt, target, shown, user_turns)
+    if not yes and not _confirm(f"Erase {question} for good? This cannot be undone."):
         say_error("nothing erased")
         raise typer.Exit(1)
     done = engine.purge(rt.conn, target, now=rt.now())
+    if shown:
+        done.ref = shown
     history = rt.paths.history
     if what == "profile":
         history.unlink(missing_ok=True)
@@ -120,12 +175,24 @@ def purge(
                 "counts": done.counts,
                 "vacuumed": done.vacuumed,
                 "wal_truncated": done.wal_truncated,
+                **({"not_rewritten": done.not_rewritten} if rt.store_url else {}),
             }
         )
         return
     counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in done.counts.items() if n)
-    echo(f"purged {done.ref} of profile {rt.profile}: {counts or 'nothing else'}")
-    if not done.vacuumed or not done.wal_truncated:
+    what = f"{done.ref} of profile {rt.profile}"
+    if done.ref == "profile":
+        what = f"profile {rt.profile}"
+    echo(f"purged {what}: {counts or 'nothing else'}")
+    if rt.store_url:
+        if not done.vacuumed:
+            tables = ", ".join(done.not_rewritten)
+            say_error(
+                f"note: another session was using {tables or 'the tables'} (or held an older "
+                "transaction), so their files may still hold the text until the tables' owner "
+                f"runs VACUUM FULL on {tables or 'them'}"
+            )
+    elif not done.vacuumed or not done.wal_truncated:
         say_error(
             "note: another process holds the database, so the file could not be compacted "
             "yet; freed space is overwritten, and the next purge compacts it"

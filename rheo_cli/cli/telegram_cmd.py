@@ -1,4 +1,4 @@
-"""``rheo telegram``: the Telegram front end (optional extra ``rheo-cli[telegram]``)."""
+"""``rheo telegram``: the Telegram front end (optional extra ``telegram``)."""
 
 from __future__ import annotations
 
@@ -26,10 +26,11 @@ def telegram(
     Example: RHEO_TELEGRAM_TOKEN=123:abc rheo telegram
     """
     import asyncio
-    import importlib.util
 
-    if importlib.util.find_spec("telegram") is None:
-        raise RheoError("rheo telegram needs python-telegram-bot: pip install 'rheo-cli[telegram]'")
+    from ..extras import install_hint, missing
+
+    if missing("telegram"):
+        raise RheoError(f"rheo telegram needs python-telegram-bot: {install_hint('telegram')}")
     from ..telegram.bot import TelegramBot, settings_from
 
     rt = runtime_for(None, None)

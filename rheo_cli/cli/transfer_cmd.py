@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -17,16 +18,41 @@ from .options import Json, Profile
 from .state import runtime_for
 
 
+def _write_export(
+    records: Iterable[dict[str, Any]], output: Path, *, point: str | None = None
+) -> int:
+    """Write export records to the new file ``output`` (mode 0600), which never exists
+    half-written; returns how many records. ``point``: a crash point reached when every
+    record is written, before the file takes its name. Raises StoreError when it exists."""
+    from ..io import rheo_jsonl
+    from ..memory.store import crash
+    from ..memory.store.private_file import new_private_file
+
+    with new_private_file(output) as partial:
+        with open(partial, "w", encoding="utf-8") as out:
+            count = rheo_jsonl.write(records, out)
+        if point:
+            crash.reach(point)
+        return count
+
+
 @command
 def backup(
-    path: Annotated[Path, typer.Argument(help="The new file to write (must not exist).")],
+    raw: Annotated[
+        str,
+        typer.Argument(metavar="PATH", help="The new file to write (must not exist)."),
+    ],
     json_out: Json = False,
+    profile: Profile = None,
 ) -> None:
     """Copy the whole database (every profile) to PATH, safely while rheo is in use.
 
     Uses SQLite's online backup API: a consistent copy even while another rheo writes. The
     copy is private (mode 0600) and can be opened with RHEO_HOME pointing at its folder
-    (named rheo.db) or with any SQLite tool.
+    (named rheo.db) or with any SQLite tool. On PostgreSQL it writes the profile's tenant
+    (everything it holds, knowledge base included) from one snapshot, in rheo's export
+    format: 'rheo import PATH' restores it, into PostgreSQL or SQLite. PATH appears only
+    once the copy is complete.
 
     \b
     Example:
@@ -35,21 +61,46 @@ def backup(
     from ..errors import UsageError
     from ..memory import archive
 
+    path = Path(raw)
     target = path.expanduser()
-    if not str(path).strip() or target.is_dir():
-        raise UsageError(f"{str(path) or 'an empty path'} is a folder: name the new file")
+    if not raw.strip() or target.is_dir() or raw.endswith(("/", os.sep)):
+        raise UsageError(
+            f"{raw or 'an empty path'} is a folder: name the new file "
+            f"(e.g. {Path(raw or '.') / 'rheo-backup.db'})"
+        )
     if not target.parent.is_dir():
         raise UsageError(f"no such folder: {target.parent} (create it first)")
-    rt = runtime_for(None)
+    if target.exists():
+        raise UsageError(f"{raw} already exists: choose a new file for the backup")
+    rt = runtime_for(profile)
     own = {rt.paths.db, rt.paths.config} | {
         rt.paths.db.with_name(rt.paths.db.name + s) for s in ("-wal", "-shm", "-journal")
     }
     if target.absolute() in {f.absolute() for f in own}:
         raise UsageError(f"{target} is one of rheo's own files: choose another name")
     if rt.store_url:
-        raise UsageError(
-            "rheo backup copies the SQLite file; on PostgreSQL use pg_dump (or rheo export)"
+        from ..memory import exchange
+
+        with exchange.snapshot(rt.conn):
+            records = exchange.export_records(rt.conn, [rt.profile])
+            count = _write_export(records, target, point="backup.copy")
+        size = target.stat().st_size
+        if json_out:
+            print_json(
+                {
+                    "backup": str(path.absolute()),
+                    "bytes": size,
+                    "profile": rt.profile,
+                    "records": count - 1,
+                    "format": "rheo-export",
+                }  # fmt: skip
+            )
+            return
+        echo(
+            f"backed up profile {rt.profile} ({count - 1:,} records) to {path} ({size:,} bytes); "
+            "restore with 'rheo import'"
         )
+        return
     size = archive.backup(rt.conn, target)
     if json_out:
         print_json({"backup": str(path.absolute()), "bytes": size})
@@ -65,7 +116,8 @@ def export(
     all_: Annotated[bool, typer.Option("--all", help="Every profile, not just one.")] = False,
     profile: Profile = None,
 ) -> None:
-    """Export turns, sessions, digests and memory items with their history as JSON Lines.
+    """Export turns, sessions, digests, memory items with their history and the knowledge
+    base as JSON Lines.
 
     The first line is a header naming the format and its version; 'rheo import' reads the
     file back. Exporting the same data always gives the same bytes. The file holds everything
@@ -77,29 +129,23 @@ def export(
       rheo export --all -o everything.jsonl
     """
     from ..io import rheo_jsonl
-    from ..memory import archive
+    from ..memory import archive, exchange
 
     rt = runtime_for(profile)
+    if all_ and rt.store_url:
+        raise UsageError(
+            "on PostgreSQL each profile is a tenant that sees only its own rows: export one "
+            "profile at a time (rheo export --profile NAME)"
+        )
     names = archive.profiles(rt.conn) if all_ else [rt.profile]
     if output is not None and output.exists():
         raise UsageError(f"{output} already exists: choose a new file")
-    with archive.snapshot(rt.conn):
-        records = archive.export_records(rt.conn, names)
+    with exchange.snapshot(rt.conn):
+        records = exchange.export_records(rt.conn, names)
         if output is None:
             rheo_jsonl.write(records, sys.stdout)
             return
-        partial = output.with_name(output.name + ".partial")
-        old = os.umask(0o077)
-        try:
-            with open(partial, "x", encoding="utf-8") as out:
-                count = rheo_jsonl.write(records, out)
-            os.chmod(partial, 0o600)
-            partial.replace(output)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        finally:
-            os.umask(old)
+        count = _write_export(records, output)
     say_error(f"exported {count - 1} records of {', '.join(names) or 'no profile'} to {output}")
 
 
@@ -135,7 +181,7 @@ def import_(
     from ..importers import FORMATS as HISTORY_FORMATS
     from ..importers import sniff as sniff_history
     from ..io import formats
-    from ..memory import archive
+    from ..memory import exchange
     from ..memory.store.errors import InvalidInput
     from .import_history_cmd import import_history
 
@@ -163,7 +209,7 @@ def import_(
             raise UsageError(str(exc)) from None
         rt = runtime_for(None)
         try:
-            counts = archive.import_records(rt.conn, reader.read(data))
+            counts = exchange.import_records(rt.conn, reader.read(data))
         except (InvalidInput, ValueError) as exc:
             raise RheoError(f"{file}: {exc}; nothing was imported") from None
     if json_out:

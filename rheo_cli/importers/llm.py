@@ -1,11 +1,10 @@
-"""The ``llm`` command-line tool's ``logs.db`` (Simon Willison's llm): one row per exchange
-in its ``responses`` table (``prompt``, ``response``, ``model``, ``datetime_utc``,
-``conversation_id``), conversations named in ``conversations``. Each row becomes the person's
-prompt and the model's response, both at the row's time; rows without a conversation are
-conversations of their own.
+"""The ``llm`` command-line tool's ``logs.db`` (Simon Willison's llm): each logged exchange
+becomes the person's prompt and the model's response, both at the exchange's time, grouped by
+conversation (a thread since llm 0.32); an exchange without one is a conversation of its own.
 
-Reads the legacy ``responses`` table that llm has written since 0.4 (llm 0.32 keeps it and
-adds a message store, which this reader does not look at).
+Reads both schemas llm has written (`foreign.read_llm_responses`): the message store of llm
+0.32 and later (``threads``, ``turns``, ``messages``, ``parts``) and the legacy ``responses``
+table of llm 0.4 to 0.31, which an upgraded logs.db still holds.
 """
 
 from __future__ import annotations
@@ -31,9 +30,11 @@ def _time(value: Any, here: str) -> datetime:
 
 
 def parse(path: Path) -> Parsed:
-    """Read an llm ``logs.db`` (opened read-only). Keys: ``llm:<response id>:prompt`` and
-    ``llm:<response id>:response``. Raises MalformedHistory naming the response at fault, or
-    when the file is not an llm log database."""
+    """Read an llm ``logs.db`` (opened read-only). Keys: ``llm:<response or turn id>:prompt``
+    and ``llm:<response or turn id>:response``; conversations ``llm:<conversation or thread
+    id>`` (a legacy conversation continued after the upgrade keeps its id as its thread).
+    Raises MalformedHistory naming the response at fault, or when the file is not an llm log
+    database."""
     try:
         rows = read_llm_responses(path)
     except InvalidInput as exc:

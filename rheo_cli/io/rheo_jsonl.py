@@ -1,8 +1,10 @@
 """rheo's export format: JSON Lines, one record per line, a header line first.
 
-The header is ``{"type": "header", "format": "rheo-export", "version": 1, "profiles": [...]}``;
-the records follow (see `rheo_cli.memory.archive`). Lines are written with sorted keys and no
-extra spaces, so the same store always exports to the same bytes.
+The header is ``{"type": "header", "format": "rheo-export", "version": 1, "profiles": [...]}``
+(version 2 when the file holds knowledge-base records, 3 when it holds memory items of one
+assistant); the records follow (see
+`rheo_cli.memory.archive` and `rheo_cli.memory.exchange`). Lines are written with sorted keys
+and no extra spaces, so the same store always exports to the same bytes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from ..memory import archive
+from ..memory import archive, exchange
 
 NAME = "rheo"
 
@@ -77,10 +79,10 @@ def read(data: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             if record.get("type") != "header" or record.get("format") != archive.FORMAT:
                 raise FormatError(f"line {number}: not a rheo export (no header line)")
             version = record.get("version")
-            if not isinstance(version, int) or version > archive.VERSION:
+            if not isinstance(version, int) or version > exchange.VERSION:
                 raise FormatError(
                     f"line {number}: export format version {version!r}; this rheo reads "
-                    f"up to {archive.VERSION}"
+                    f"up to {exchange.VERSION}"
                 )
             seen_header = True
         yield number, record

@@ -196,11 +196,12 @@ def chat_recent(rt: Runtime, *, limit: int = 20) -> str:
 def context(rt: Runtime, *, message: str, budget: int | None = None) -> str:
     """What rheo would inject for ``message`` (the same assembly as ``rheo context``): the
     clock line and the memory sections, without the message itself. Nothing is stored."""
-    from ..turn.assistant import preview
+    from ..turn.preview import preview
 
     if not message.strip():
         raise ToolInputError("message must not be empty")
-    info = preview(rt, message, budget=budget)
+    # A client's message is not stored by rheo, so its "remember that ..." is not honoured.
+    info = preview(rt, message, budget=budget, honour=False)
     clock = info["system"][-1]["text"]
     text = "".join(
         part["text"] for msg in info["messages"] for part in msg["content"] if "text" in part
@@ -257,6 +258,9 @@ def log_turn(
         from ..background.worker import kick_background
 
         kick_background(rt)
-    return f"stored turn #{turn.id} in session {turn.session_id}" + (
+    from ..memory.ledger.sessions import get_session
+
+    number = get_session(rt.conn, rt.profile, turn.session_id).number
+    return f"stored turn #{turn.id} in session s{number}" + (
         "; facts will be extracted from this exchange" if queued else ""
     )

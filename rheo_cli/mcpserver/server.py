@@ -1,6 +1,6 @@
 """The MCP server itself: rheo's memory tools behind the official ``mcp`` SDK (v2,
 ``MCPServer``) over stdio. Imported only by ``rheo mcp``; the SDK is an optional extra
-(``pip install 'rheo-cli[mcp]'``).
+(the ``mcp`` extra).
 
 Tool arguments are checked by the SDK against each tool's schema (a wrong type or a missing
 field is a tool error before any code runs); what rheo refuses beyond that (an unknown id, an

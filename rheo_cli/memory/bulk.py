@@ -17,7 +17,7 @@ from typing import Any
 
 from .facts.equivalence import content_key, topic_key
 from .facts.items import CATEGORIES
-from .ledger.sessions import latest_session
+from .ledger.sessions import session_near
 from .store.db import write
 from .store.errors import InvalidInput
 from .store.migrations import CJK_GLOB
@@ -98,7 +98,9 @@ def _import_batches(
             first_new = int(conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
             if not pg:
                 conn.execute("INSERT INTO fts_deferred(on_) VALUES (1)")
-            current = latest_session(conn, profile)
+            # The session the batch's first row would continue, in time (imported included:
+            # a later export continues its own conversations).
+            current = session_near(conn, profile, to_stored(batch[0].when), imported=True)
             session_id = current.id if current else None
             started = current.started_at if current else ""
             last = current.last_turn_at if current else ""
@@ -175,7 +177,10 @@ def _import_batches(
                     (first_new,),
                 )
                 conn.execute("DELETE FROM fts_deferred")
-            last_id = conn.execute("SELECT max(id) FROM turns").fetchone()[0]
+            last_id = conn.execute(  # on PostgreSQL: never another tenant's, even unbound
+                "SELECT max(id) FROM turns" + (" WHERE profile = ?" if pg else ""),
+                (profile,) if pg else (),
+            ).fetchone()[0]
         done.turns += len(batch)
         done.last_id = last_id
         if done.first_id is None:

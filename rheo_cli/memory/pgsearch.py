@@ -13,8 +13,10 @@ row holds as high as one on a rare word): the same formula, constants and clampi
 SQLite's ``bm25()``, over the tenant's own rows. Turns found by history search are ranked by
 the engine itself (`ledger.turns`), on both stores.
 
-Row-level security already limits every query to the connection's tenant; the profile
-filter is kept anyway, as in every engine query. A cost to know: PostgreSQL applies a
+Row-level security already limits every query to the connection's tenant; every query here
+names the profile too, as every engine query does, so a connection that row-level security
+does not bind (a superuser, a role with BYPASSRLS) still reads one profile's rows. A cost to
+know: PostgreSQL applies a
 policy before any condition of the query that is not LEAKPROOF, and neither ``@@``
 (``ts_match_vq``) nor ``LIKE`` is, so under rheo's policies these searches read every row
 of the tenant instead of using the GIN and trigram indexes (the time grows with the ledger;
@@ -182,31 +184,39 @@ def window_turn_ids(
     return [int(r[0]) for r in rows]
 
 
-def cjk_turn_ids(conn: sqlite3.Connection, run: str, limit: int) -> list[int]:
-    """Ids of turns containing ``run`` (three or more CJK characters; the trigram index),
-    newest first."""
+def cjk_turn_ids(conn: sqlite3.Connection, profile: str, run: str, limit: int) -> list[int]:
+    """Ids of ``profile``'s turns containing ``run`` (three or more CJK characters; the
+    trigram index), newest first."""
     pattern = "%" + run.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     rows = conn.execute(
-        f"SELECT id FROM turns WHERE {CJK_MATCH} AND content LIKE ? ORDER BY id DESC LIMIT ?",
-        (pattern, limit),
+        f"SELECT id FROM turns WHERE {CJK_MATCH} AND content LIKE ? AND profile = ? "
+        "ORDER BY id DESC LIMIT ?",
+        (pattern, profile, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]
 
 
-def word_turn_ids(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[int]:
-    """Ids of turns holding any of ``terms`` (the word's postings), at most ``limit``."""
+def word_turn_ids(
+    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
+) -> list[int]:
+    """Ids of ``profile``'s turns holding any of ``terms`` (the word's postings), at most
+    ``limit``."""
     q, params = tsquery(terms)
     rows = conn.execute(
-        f"SELECT id FROM turns WHERE fts @@ {q} LIMIT ?", (*params, limit)
+        f"SELECT id FROM turns WHERE fts @@ {q} AND profile = ? LIMIT ?",
+        (*params, profile, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]
 
 
-def newest_word_turn_ids(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[int]:
-    """Ids of the newest turns holding any of ``terms``."""
+def newest_word_turn_ids(
+    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
+) -> list[int]:
+    """Ids of ``profile``'s newest turns holding any of ``terms``."""
     q, params = tsquery(terms)
     rows = conn.execute(
-        f"SELECT id FROM turns WHERE fts @@ {q} ORDER BY id DESC LIMIT ?", (*params, limit)
+        f"SELECT id FROM turns WHERE fts @@ {q} AND profile = ? ORDER BY id DESC LIMIT ?",
+        (*params, profile, limit),
     ).fetchall()
     return [int(r[0]) for r in rows]
 

@@ -7,7 +7,8 @@ session, their jobs), and then the bytes — with ``secure_delete`` on, freed sp
 the FTS indexes are merged so no old segment keeps a term, the file is VACUUMed and the WAL
 checkpointed and truncated. A tombstone in ``purges`` says what was erased and when, never the
 content. The append-only guards stand aside only while the purge's own transaction holds a
-row in ``purge_grant`` (migration 9), removed again before it commits.
+row in ``purge_grant`` (migration 9), removed again before it commits. On PostgreSQL the
+same `plan` is erased by `pg_purge`. Either way the Redis hot cache, if installed, is dropped.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from .facts import hotcache
 from .store import crash
 from .store.db import write
 from .store.errors import InvalidInput, NotFound
 from .store.migrations import CJK_GLOB
+from .store.pg import dialect
 from .store.timeutil import to_stored
 
 WHATS = ("turn", "session", "memory", "profile")
@@ -38,6 +41,8 @@ class Purged:
     counts: dict[str, int] = field(default_factory=dict)
     vacuumed: bool = False
     wal_truncated: bool = False
+    not_rewritten: list[str] = field(default_factory=list)
+    """On PostgreSQL: touched tables that could not be rewritten (VACUUM FULL) yet."""
 
 
 @dataclass(frozen=True)
@@ -113,17 +118,21 @@ def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | Non
             raise NotFound(f"no turn #{ref_id} in profile {profile!r}")
         turns = [ref_id]
         touched = found
-        left = _ids(conn, "SELECT count(*) FROM turns WHERE session_id = ?", found)[0] - 1
+        left = _ids(conn, "SELECT count(*) FROM turns WHERE session_id = ? AND profile = ?",
+                    [*found, profile])[0] - 1  # fmt: skip
         emptied = found if left == 0 else []
     else:
         if not _ids(
             conn, "SELECT id FROM sessions WHERE id = ? AND profile = ?", [ref_id, profile]
         ):
             raise NotFound(f"no session #{ref_id} in profile {profile!r}")
-        turns = _ids(conn, "SELECT id FROM turns WHERE session_id = ? ORDER BY id", [ref_id])
+        turns = _ids(conn, "SELECT id FROM turns WHERE session_id = ? AND profile = ? ORDER BY id",
+                     [ref_id, profile])  # fmt: skip
         touched = emptied = [ref_id]
-    items = _in(conn, "SELECT id FROM memory_items WHERE source_turn_id IN ({ids})", turns)
-    digests = _in(conn, "SELECT id FROM digests WHERE session_id IN ({ids})", touched)
+    items = _in(conn, "SELECT id FROM memory_items WHERE source_turn_id IN ({ids}) "
+                "AND profile = ?", turns, profile)  # fmt: skip
+    digests = _in(conn, "SELECT id FROM digests WHERE session_id IN ({ids}) AND profile = ?",
+                  touched, profile)  # fmt: skip
     return Target(what, profile, ref_id, turns, emptied, touched, items, digests)
 
 
@@ -229,7 +238,14 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
     The connection must not be inside a transaction. Raises sqlite3.Error if the database
     cannot be written (nothing is erased then); a VACUUM or checkpoint that cannot complete
     because another process holds the database is reported in the result, not raised.
+    On PostgreSQL `pg_purge.purge` does it (VACUUM FULL of the touched tables).
     """
+    if dialect(conn) == "postgres":
+        from . import pg_purge
+
+        done = pg_purge.purge(conn, target, now=now)
+        hotcache.written(target.profile)
+        return done
     if conn.in_transaction:
         raise InvalidInput("purge runs in its own transaction")
     ref = "profile" if target.what == "profile" else f"{target.what} #{target.ref_id}"
@@ -246,6 +262,7 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
                 (target.profile, to_stored(now), target.what, target.ref_id, json.dumps(counts)),
             )
         done = Purged(target.what, ref, counts)
+        hotcache.written(target.profile)
         crash.reach("purge.vacuum")
         try:
             conn.execute("VACUUM")

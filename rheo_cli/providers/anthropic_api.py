@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from .base import (
@@ -25,7 +25,8 @@ from .base import (
     Usage,
 )
 from .redact import redact
-from .retry import name_wait, next_wait, one_line, retry_after, wait
+from .retry import call_with_retries, one_line, stream_with_retries
+from .sdk_errors import Endpoint, translate
 
 _preload_thread: threading.Thread | None = None
 
@@ -53,9 +54,6 @@ def has_credentials(environ: dict[str, str] | None = None) -> bool:
     )
 
 
-_one_line = one_line
-
-
 class AnthropicProvider:
     """`Provider` over ``anthropic.Anthropic``.
 
@@ -73,12 +71,6 @@ class AnthropicProvider:
         self._client: Any = None
         self.on_retry: Callable[[str], None] | None = None
         """Told, in one line, when rheo waits before retrying (e.g. a rate limit)."""
-
-    def _wait(self, seconds: float, error: ProviderError) -> None:
-        wait(seconds, error, self.on_retry)
-
-    def _should_retry(self, error: ProviderError, attempt: int) -> float | None:
-        return next_wait(error, attempt, self.max_retries)
 
     def _sdk_client(self) -> Any:
         if self._client is not None:
@@ -112,7 +104,7 @@ class AnthropicProvider:
             where = redact(base_url or "")
             raise ProviderError(
                 "bad_request",
-                f"ANTHROPIC_BASE_URL ({where}) is not a usable URL: {_one_line(str(exc), 120)}",
+                f"ANTHROPIC_BASE_URL ({where}) is not a usable URL: {one_line(str(exc), 120)}",
             ) from None
         return self._client
 
@@ -151,50 +143,34 @@ class AnthropicProvider:
         tool_use blocks, then Finished. Raises ProviderError (kind ``stream_broken`` when the
         connection drops after text began)."""
         client = self._sdk_client()
-        attempt = 0
-        while True:
-            started = False
-            try:
-                with client.messages.stream(**self._params(request)) as stream:
-                    for event in stream:
-                        if event.type == "text" and event.text:
-                            started = True
-                            yield TextDelta(event.text)
-                    final = stream.get_final_message()
-                if final.stop_reason is None:
-                    # The SDK accepts a stream that ends without message_stop; rheo does not.
-                    raise ProviderError(
-                        "stream_broken", "the reply stream ended before the reply was complete"
-                    )
-            except ProviderError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every SDK/transport failure: one line
-                error = self._translate(exc, started=started)
-                wait = None if started else self._should_retry(error, attempt)
-                if wait is None:
-                    raise error from None
-                self._wait(wait, error)
-                attempt += 1
-                continue
+
+        def attempt() -> Generator[Event, None, None]:
+            with client.messages.stream(**self._params(request)) as stream:
+                for event in stream:
+                    if event.type == "text" and event.text:
+                        yield TextDelta(event.text)
+                final = stream.get_final_message()
+            if final.stop_reason is None:
+                # The SDK accepts a stream that ends without message_stop; rheo does not.
+                raise ProviderError(
+                    "stream_broken", "the reply stream ended before the reply was complete"
+                )
             yield from _final_events(final)
-            return
+
+        yield from stream_with_retries(
+            attempt, self._translate, max_retries=self.max_retries, on_retry=self.on_retry
+        )
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
         """One non-streamed call; returns the concatenated text blocks, usage and model (with
         ``request.tool_choice``: the forced tool call's input as JSON text, when present)."""
         client = self._sdk_client()
-        attempt = 0
-        while True:
-            try:
-                message = client.messages.create(**self._params(request))
-                break
-            except Exception as exc:  # noqa: BLE001
-                error = self._translate(exc, started=False)
-                wait = self._should_retry(error, attempt)
-                if wait is None:
-                    raise error from None
-                self._wait(wait, error)
-                attempt += 1
+        message = call_with_retries(
+            lambda: client.messages.create(**self._params(request)),
+            self._translate,
+            max_retries=self.max_retries,
+            on_retry=self.on_retry,
+        )
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
         for block in message.content:
             if (
@@ -207,94 +183,16 @@ class AnthropicProvider:
                 break
         return text, _usage(message.usage), str(message.model)
 
-    def _translate(self, exc: Exception, *, started: bool) -> ProviderError:
+    def _translate(self, exc: Exception, started: bool) -> ProviderError:
         try:
             import anthropic
         except ImportError:  # pragma: no cover - the call could not have been made
-            return ProviderError("other", _one_line(str(exc)))
-        if isinstance(exc, anthropic.APITimeoutError):
-            return ProviderError(
-                "timeout", f"the model call timed out (no data for {self.timeout_s:g} s)"
-            )
-        if isinstance(exc, anthropic.APIConnectionError):
-            if started:
-                return ProviderError("stream_broken", "the reply stream broke off before it ended")
-            cause = exc.__cause__ or exc.__context__ or exc
-            base = redact(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
-            return ProviderError(
-                "connection", f"cannot reach the API at {base}: {_one_line(str(cause), 160)}"
-            )
-        if isinstance(exc, anthropic.APIStatusError):
-            return _status_error(exc)
-        if isinstance(exc, ValueError) and type(exc).__name__ == "JSONDecodeError":
-            return ProviderError(
-                "stream_broken" if started else "other",
-                f"the API sent a malformed event ({_one_line(str(exc), 120)})",
-            )
-        transport = type(exc).__module__.split(".")[0].startswith(("httpx", "httpcore", "h11"))
-        if transport and "Timeout" in type(exc).__name__:
-            return ProviderError(
-                "timeout", f"the model call timed out (no data for {self.timeout_s:g} s)"
-            )
-        if started or transport:
-            return ProviderError(
-                "stream_broken", f"the reply stream broke off: {_one_line(str(exc), 160)}"
-            )
-        detail = _one_line(str(exc)) or type(exc).__name__
-        return ProviderError("other", f"the model call failed ({type(exc).__name__}): {detail}")
-
-
-def _status_error(exc: Any) -> ProviderError:
-    error = _classify_status(exc)
-    wait = retry_after(getattr(getattr(exc, "response", None), "headers", None))
-    error.retry_after_s = wait
-    error = name_wait(error)
-    return error
-
-
-def _classify_status(exc: Any) -> ProviderError:
-    status = int(getattr(exc, "status_code", 0) or 0)
-    body = getattr(exc, "body", None)
-    err_type, detail = "", ""
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            err_type = str(err.get("type", ""))
-            detail = str(err.get("message", ""))
-    detail = _one_line(detail or str(getattr(exc, "message", "")) or str(exc), 200)
-    if status == 401 or err_type == "authentication_error":
-        return ProviderError(
-            "auth", "the API refused the key (401): check ANTHROPIC_API_KEY", status=status
+            return ProviderError("other", one_line(str(exc)))
+        base = redact(os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com")
+        endpoint = Endpoint("the API", f"the API at {base}", "ANTHROPIC_API_KEY")
+        return translate(
+            exc, anthropic, endpoint=endpoint, started=started, timeout_s=self.timeout_s
         )
-    if status == 403 or err_type == "permission_error":
-        return ProviderError("permission", f"the API denied access (403): {detail}", status=status)
-    if status == 429 or err_type == "rate_limit_error":
-        return ProviderError(
-            "rate_limit",
-            f"rate limited by the API (429): {detail}; try again shortly",
-            status=status,
-        )
-    if status == 529 or err_type == "overloaded_error":
-        return ProviderError(
-            "overloaded", "the API is overloaded (529); try again in a moment", status=status
-        )
-    if status == 413 or "too long" in detail.lower() or err_type == "request_too_large":
-        return ProviderError(
-            "too_large",
-            f"the request is too large for the model ({status}): {detail}",
-            status=status,
-        )
-    if status == 404 or err_type == "not_found_error":
-        return ProviderError("not_found", f"not found ({status}): {detail}", status=status)
-    if status == 400 or err_type == "invalid_request_error":
-        return ProviderError(
-            "bad_request", f"the API refused the request (400): {detail}", status=status
-        )
-    if status >= 500 or err_type == "api_error":
-        return ProviderError(
-            "server", f"the API failed ({status or err_type}): {detail}", status=status
-        )
-    return ProviderError("other", f"the API answered {status}: {detail}", status=status)
 
 
 def _usage(raw: Any) -> Usage:

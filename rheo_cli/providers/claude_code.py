@@ -11,8 +11,9 @@ edits the person's files: ``--tools ""`` turns every built-in tool off and
 ``--strict-mcp-config`` keeps the person's own MCP servers out. The stream-json events are
 ``system``/``init`` (the model), ``stream_event`` (Messages-API stream events: text deltas),
 ``assistant`` (whole messages) and a final ``result`` (``is_error``, ``result``, ``usage``,
-``total_cost_usd``). rheo's memory tools will reach it through rheo's MCP server
-(``mcp_config``); until then it chats without tools.
+``total_cost_usd``, ``stop_reason``: ``max_tokens`` when the reply was cut at Claude Code's
+output limit, which ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` sets). rheo's memory tools will reach
+it through rheo's MCP server (``mcp_config``); until then it chats without tools.
 """
 
 from __future__ import annotations
@@ -215,7 +216,7 @@ class ClaudeCodeProvider:
                 yield TextDelta(message)
                 state.text.append(message)
             yield Finished(
-                stop_reason="end_turn",
+                stop_reason=state.stop_reason(),
                 usage=state.usage(),
                 model=state.model or request.model,
                 content=[{"type": "text", "text": "".join(state.text)}],
@@ -244,6 +245,8 @@ class _State:
         self.streamed = False
         self.partial_in_message = False
         self.result: dict[str, Any] | None = None
+        self.last_stop = ""
+        """The stop reason of the last model message streamed (``message_delta``)."""
 
     def take(self, event: dict[str, Any]) -> Iterator[TextDelta]:
         kind = event.get("type")
@@ -252,7 +255,11 @@ class _State:
         elif kind == "stream_event":
             inner = event.get("event") or {}
             delta = inner.get("delta") or {} if isinstance(inner, dict) else {}
-            if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            if not isinstance(delta, dict):
+                delta = {}
+            if isinstance(inner, dict) and inner.get("type") == "message_delta":
+                self.last_stop = str(delta.get("stop_reason") or "")
+            if delta.get("type") == "text_delta":
                 piece = str(delta.get("text") or "")
                 if piece:
                     self.streamed = self.partial_in_message = True
@@ -273,6 +280,14 @@ class _State:
             self.partial_in_message = False
         elif kind == "result":
             self.result = event
+
+    def stop_reason(self) -> str:
+        """``max_tokens`` when the reply stopped at the output token limit — as the result's
+        ``stop_reason`` says or, without it, the last streamed message's — else ``end_turn``
+        (Claude Code runs its own tool loop: what reaches rheo is the end of it)."""
+        said = (self.result or {}).get("stop_reason")
+        reason = said if isinstance(said, str) and said else self.last_stop
+        return "max_tokens" if reason == "max_tokens" else "end_turn"
 
     def usage(self) -> Usage:
         result = self.result or {}

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .base import Provider
+from .redact import redact
 from .settings import KINDS, OPENAI_URL, ProviderSettings
 
 DEFAULT_CHAT_MODEL = {
@@ -204,10 +205,15 @@ def _section_model(settings: ProviderSettings, kind: str, *, extraction: bool) -
 
 
 def extraction_chain(
-    settings: ProviderSettings, chat: Choice | None
+    settings: ProviderSettings,
+    chat: Choice | None,
+    environ: Mapping[str, str] | None = None,
 ) -> tuple[list[Choice], list[str]]:
     """The extraction chain: ``[extraction] model`` (a plain name runs on the chat provider;
-    unset: the chat provider's small model), then each ``fallback`` in order.
+    unset: the provider's ``extraction_model``, else its small model), then each ``fallback``
+    in order. An OpenAI-compatible server at a base_url other than OpenAI's (llama.cpp, vLLM)
+    serves only its own models, so there the default is the chat model, not ``gpt-5-nano``
+    (its link's ``source`` says so).
 
     Returns ``(choices, problems)``: a link that cannot be resolved (no chat provider for a
     plain name, an unknown provider) is left out and described in ``problems``."""
@@ -219,23 +225,48 @@ def extraction_chain(
         problems.append("no chat provider to run the extraction model on")
     else:
         kind = kind or (chat.kind if chat else "anthropic")
+        source = "[extraction] model"
         if not model:
-            model = _section_model(settings, kind, extraction=True) or ""
-        if not model:
-            model = DEFAULT_EXTRACTION_MODEL.get(kind) or ""
-        if not model:  # Ollama and the like: the chat model
-            same = chat is not None and chat.kind == kind
-            model = (chat.model if same and chat else "") or _chat_default(settings, kind)
-        links.append(Choice(kind, model, "[extraction] model"))
+            model, source = _default_extraction(settings, kind, chat, environ)
+        links.append(Choice(kind, model, source))
     for spec in settings.fallback:
         f_kind, f_model = parse_spec(spec)
         if f_kind is None:
             problems.append(f"fallback {spec!r} names no provider")
             continue
-        model = f_model or _section_model(settings, f_kind, extraction=True) or ""
-        model = model or DEFAULT_EXTRACTION_MODEL.get(f_kind) or _chat_default(settings, f_kind)
-        links.append(Choice(f_kind, model, "[extraction] fallback"))
+        source = "[extraction] fallback"
+        if not f_model:
+            f_model, source = _default_extraction(settings, f_kind, None, environ, source)
+        links.append(Choice(f_kind, f_model, source))
     return links, problems
+
+
+CUSTOM_SERVER_SOURCE = "the chat model: the OpenAI-compatible server at {url} is not OpenAI"
+"""The ``source`` of an extraction link that uses the chat model of a custom server."""
+
+
+def _default_extraction(
+    settings: ProviderSettings,
+    kind: str,
+    chat: Choice | None,
+    environ: Mapping[str, str] | None,
+    source: str = "[extraction] model",
+) -> tuple[str, str]:
+    """The extraction model for ``kind`` when none is named, and what chose it."""
+    model = _section_model(settings, kind, extraction=True) or ""
+    if model:
+        return model, f"[{kind.replace('-', '_')}] extraction_model"
+    base = openai_base_url(settings, environ) if kind == "openai" else OPENAI_URL
+    custom = kind == "openai" and base.rstrip("/") != OPENAI_URL
+    if not custom:
+        model = DEFAULT_EXTRACTION_MODEL.get(kind) or ""
+        if model:
+            return model, source
+    same = chat is not None and chat.kind == kind
+    model = (chat.model if same and chat else "") or _chat_default(settings, kind)
+    if custom:
+        source = CUSTOM_SERVER_SOURCE.format(url=redact(base))
+    return model, source
 
 
 def _chat_default(settings: ProviderSettings, kind: str) -> str:

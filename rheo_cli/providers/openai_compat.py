@@ -1,5 +1,5 @@
 """Any OpenAI-compatible Chat Completions server (OpenAI, Ollama, llama.cpp, vLLM) through the
-``openai`` SDK (the optional extra ``rheo-cli[openai]``).
+``openai`` SDK (the optional extra ``openai``).
 
 rheo's requests are Messages-API shaped (see `base`); this module translates them to Chat
 Completions (system blocks -> one system message, ``tool_use``/``tool_result`` blocks ->
@@ -17,7 +17,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from .base import (
@@ -30,7 +30,8 @@ from .base import (
     Usage,
 )
 from .redact import add_secret_env, redact
-from .retry import next_wait, one_line, retry_after, wait
+from .retry import call_with_retries, one_line, stream_with_retries
+from .sdk_errors import Endpoint, translate
 
 _preload_thread: threading.Thread | None = None
 
@@ -109,7 +110,7 @@ class OpenAICompatProvider:
         except ImportError as exc:
             raise ProviderError(
                 "unavailable",
-                f"the openai SDK is not installed ({exc}): pip install 'rheo-cli[openai]'",
+                f"the openai SDK is not installed ({exc}): install rheo's 'openai' extra",
             ) from None
         self._client = openai.OpenAI(
             api_key=key or "no-key",  # the SDK insists on one; local servers ignore it
@@ -168,55 +169,39 @@ class OpenAICompatProvider:
         tool calls the model made, then Finished. Raises ProviderError (``stream_broken``
         when the stream ends or breaks before its finish reason)."""
         client = self._sdk_client()
-        attempt = 0
-        while True:
-            started = False
+
+        def attempt() -> Generator[Event, None, None]:
             acc = _Accumulator()
+            chunks = client.chat.completions.create(**self._params(request, stream=True))
             try:
-                chunks = client.chat.completions.create(**self._params(request, stream=True))
-                try:
-                    for chunk in chunks:
-                        text = acc.add(chunk)
-                        if text:
-                            started = True
-                            yield TextDelta(text)
-                finally:
-                    with contextlib.suppress(Exception):
-                        chunks.close()
-                if acc.finish_reason is None:
-                    raise ProviderError(
-                        "stream_broken", "the reply stream ended before the reply was complete"
-                    )
-            except ProviderError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - every SDK/transport failure: one line
-                error = self._translate(exc, started=started)
-                delay = None if started else next_wait(error, attempt, self.max_retries)
-                if delay is None:
-                    raise error from None
-                wait(delay, error, self.on_retry)
-                attempt += 1
-                continue
+                for chunk in chunks:
+                    text = acc.add(chunk)
+                    if text:
+                        yield TextDelta(text)
+            finally:
+                with contextlib.suppress(Exception):
+                    chunks.close()
+            if acc.finish_reason is None:
+                raise ProviderError(
+                    "stream_broken", "the reply stream ended before the reply was complete"
+                )
             yield from acc.events(request.model)
-            return
+
+        yield from stream_with_retries(
+            attempt, self._translate, max_retries=self.max_retries, on_retry=self.on_retry
+        )
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
         """One non-streamed call: ``(text, usage, model)``. With ``request.tool_choice`` the
         text is the forced function call's arguments (JSON text) when the model made it, else
         the reply's text. Raises ProviderError."""
         client = self._sdk_client()
-        attempt = 0
-        while True:
-            try:
-                reply = client.chat.completions.create(**self._params(request, stream=False))
-                break
-            except Exception as exc:  # noqa: BLE001
-                error = self._translate(exc, started=False)
-                delay = next_wait(error, attempt, self.max_retries)
-                if delay is None:
-                    raise error from None
-                wait(delay, error, self.on_retry)
-                attempt += 1
+        reply = call_with_retries(
+            lambda: client.chat.completions.create(**self._params(request, stream=False)),
+            self._translate,
+            max_retries=self.max_retries,
+            on_retry=self.on_retry,
+        )
         choices = getattr(reply, "choices", None) or []
         if not choices:
             raise ProviderError("malformed", f"{self._where()} answered without a choice")
@@ -233,88 +218,19 @@ class OpenAICompatProvider:
 
     # -- errors -------------------------------------------------------------------------
 
-    def _translate(self, exc: Exception, *, started: bool) -> ProviderError:
+    def _translate(self, exc: Exception, started: bool) -> ProviderError:
         try:
             import openai
         except ImportError:  # pragma: no cover - the call could not have been made
             return ProviderError("other", one_line(str(exc)))
-        if isinstance(exc, openai.APITimeoutError):
-            return ProviderError(
-                "timeout", f"the model call timed out (no data for {self.timeout_s:g} s)"
-            )
-        if isinstance(exc, openai.APIConnectionError):
-            if started:
-                return ProviderError("stream_broken", "the reply stream broke off before it ended")
-            cause = exc.__cause__ or exc.__context__ or exc
-            return ProviderError(
-                "connection", f"cannot reach {self._where()}: {one_line(str(cause), 160)}"
-            )
-        if isinstance(exc, openai.APIStatusError):
-            error = self._status_error(exc)
-            error.retry_after_s = retry_after(getattr(exc.response, "headers", None))
-            return error
-        if isinstance(exc, openai.APIError):  # an error event inside the stream
-            return ProviderError(
-                "server", f"{self._where()} reported an error mid-reply: {one_line(exc.message)}"
-            )
-        if isinstance(exc, ValueError):  # json.JSONDecodeError: a malformed event
-            return ProviderError(
-                "malformed", f"{self._where()} sent a malformed event: {one_line(str(exc), 120)}"
-            )
-        if started:
-            return ProviderError(
-                "stream_broken", f"the reply stream broke off: {one_line(str(exc), 160)}"
-            )
-        detail = one_line(str(exc)) or type(exc).__name__
-        return ProviderError("other", f"the model call failed ({type(exc).__name__}): {detail}")
-
-    def _status_error(self, exc: Any) -> ProviderError:
-        status = int(getattr(exc, "status_code", 0) or 0)
-        body = getattr(exc, "body", None)
-        code, detail = "", ""
-        if isinstance(body, dict):
-            err = body.get("error", body)
-            if isinstance(err, dict):
-                code = str(err.get("code") or err.get("type") or "")
-                detail = str(err.get("message", ""))
-            elif isinstance(err, str):
-                detail = err
-        detail = one_line(detail or str(getattr(exc, "message", "")) or str(exc), 200)
         where = self._where()
-        if status == 401:
-            hint = f"check {self.api_key_env}" if self.api_key_env else "the server wants a key"
-            return ProviderError("auth", f"{where} refused the key (401): {hint}", status=status)
-        if status == 403:
-            return ProviderError(
-                "permission", f"{where} denied access (403): {detail}", status=status
-            )
-        if status == 429:
-            return ProviderError(
-                "rate_limit",
-                f"rate limited by {where} (429): {detail}; try again shortly",
-                status=status,
-            )
-        if status == 529:
-            return ProviderError(
-                "overloaded", f"{where} is overloaded (529); try again in a moment", status=status
-            )
-        if status == 413 or code == "context_length_exceeded":
-            return ProviderError(
-                "too_large",
-                f"the request is too large for the model ({status}): {detail}",
-                status=status,
-            )
-        if status == 404:
-            return ProviderError(
-                "not_found", f"not found at {where} (404): {detail}", status=status
-            )
-        if 400 <= status < 500:
-            return ProviderError(
-                "bad_request", f"{where} refused the request ({status}): {detail}", status=status
-            )
-        if status >= 500:
-            return ProviderError("server", f"{where} failed ({status}): {detail}", status=status)
-        return ProviderError("other", f"{where} answered {status}: {detail}", status=status)
+        return translate(
+            exc,
+            openai,
+            endpoint=Endpoint(where, where, self.api_key_env),
+            started=started,
+            timeout_s=self.timeout_s,
+        )
 
 
 # -- translation ------------------------------------------------------------------------

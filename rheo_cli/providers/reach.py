@@ -1,6 +1,6 @@
-"""Cheap checks of what a provider needs, for ``rheo providers``: a key present, a binary on
-PATH, or an OpenAI-compatible server answering ``GET {base_url}/models``. No tokens spent,
-no key ever printed."""
+"""Cheap checks of what a provider needs, for ``rheo providers``: a key present and the
+Anthropic API or an OpenAI-compatible server answering ``GET .../models`` with it (2 s at
+most), or the Claude Code binary on PATH. No tokens spent, no key ever printed."""
 
 from __future__ import annotations
 
@@ -30,10 +30,17 @@ class Status:
         return {"provider": self.kind, "ready": self.ready, "detail": self.detail}
 
 
-def _get_models(base_url: str, key: str, timeout_s: float) -> tuple[bool, str]:
+def _get_models(
+    base_url: str, key: str, timeout_s: float, headers: Mapping[str, str] | None = None
+) -> tuple[bool, str]:
+    """``GET {base_url}/models`` (no tokens spent): whether it answered, and how, in words.
+    ``key`` goes in ``Authorization: Bearer`` unless ``headers`` carry it."""
     url = base_url.rstrip("/") + "/models"
     request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    if key:
+    if headers:
+        for name, value in headers.items():
+            request.add_header(name, value)
+    elif key:
         request.add_header("Authorization", f"Bearer {key}")
     where = redact(base_url)
     try:
@@ -52,6 +59,24 @@ def _get_models(base_url: str, key: str, timeout_s: float) -> tuple[bool, str]:
     return True, f"{where} answered ({count} model{'s' if count != 1 else ''})"
 
 
+ANTHROPIC_URL = "https://api.anthropic.com"
+
+
+def _anthropic(env: Mapping[str, str], timeout_s: float) -> Status:
+    """The Anthropic API: a key in the environment, and ``GET /v1/models`` answering with it
+    (``ANTHROPIC_BASE_URL``, else api.anthropic.com)."""
+    base = env.get("ANTHROPIC_BASE_URL", "").strip() or ANTHROPIC_URL
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        key = env.get(name, "").strip()
+        if key:
+            auth = "x-api-key" if name == "ANTHROPIC_API_KEY" else "Authorization"
+            value = key if name == "ANTHROPIC_API_KEY" else f"Bearer {key}"
+            headers = {auth: value, "anthropic-version": "2023-06-01"}
+            ok, detail = _get_models(base.rstrip("/") + "/v1", key, timeout_s, headers)
+            return Status("anthropic", ok, f"key in {name}; {detail}")
+    return Status("anthropic", False, "no key: ANTHROPIC_API_KEY is not set")
+
+
 def check(
     kind: str,
     settings: ProviderSettings,
@@ -62,10 +87,7 @@ def check(
     """Check ``kind`` (one of `KINDS`); ``timeout_s`` bounds the HTTP check (seconds)."""
     env = os.environ if environ is None else environ
     if kind == "anthropic":
-        for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
-            if env.get(name, "").strip():
-                return Status(kind, True, f"key in {name}")
-        return Status(kind, False, "no key: ANTHROPIC_API_KEY is not set")
+        return _anthropic(env, timeout_s)
     if kind == "claude-code":
         path = claude_command(settings, env)
         if path:

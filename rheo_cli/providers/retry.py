@@ -1,13 +1,14 @@
-"""What every HTTP provider shares: when to retry, how long to wait, one-line messages."""
+"""What every HTTP provider shares: when to retry, how long to wait, the retry loops around a
+call and a stream, one-line messages."""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, TypeVar
 
-from .base import ProviderError
+from .base import Event, ProviderError, TextDelta
 from .redact import redact
 
 RETRY_AFTER_MAX_S = 30.0
@@ -46,21 +47,6 @@ def seconds_text(value: float) -> str:
     return f"{minutes} min {seconds} s" if seconds else f"{minutes} min"
 
 
-def name_wait(error: ProviderError) -> ProviderError:
-    """A rate limit (429) or overload (529) whose server asked for a wait of a second or more,
-    reworded to name it: "rate limited (429): the API asked to wait 60 s". Others unchanged."""
-    wait = error.retry_after_s
-    if wait is None or wait < 1 or error.kind not in ("rate_limit", "overloaded"):
-        return error
-    what = "rate limited (429)" if error.kind == "rate_limit" else "the API is overloaded (529)"
-    return ProviderError(
-        error.kind,
-        f"{what}: the API asked to wait {seconds_text(wait)}",
-        status=error.status,
-        retry_after_s=wait,
-    )
-
-
 def backoff(attempt: int, error: ProviderError) -> float | None:
     """Seconds to wait before retry ``attempt`` after ``error`` (None: don't retry): the
     server's retry-after up to 30 s, else 0.5 s doubling, with jitter."""
@@ -85,3 +71,66 @@ def wait(seconds: float, error: ProviderError, on_retry: Callable[[str], None] |
     if on_retry is not None and seconds >= 2:
         on_retry(f"{error}; retrying in {seconds:.0f} s")
     time.sleep(seconds)
+
+
+T = TypeVar("T")
+Translate = Callable[[Exception, bool], ProviderError]
+"""Turns what a call raised into a ProviderError; the flag says reply text had arrived."""
+
+
+def call_with_retries(
+    call: Callable[[], T],
+    translate: Translate,
+    *,
+    max_retries: int,
+    on_retry: Callable[[str], None] | None,
+) -> T:
+    """``call()``'s result, trying again after a failure worth retrying (`next_wait`) up to
+    ``max_retries`` times. Raises the translated ProviderError of the last failure."""
+    attempt = 0
+    while True:
+        try:
+            return call()
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every SDK/transport failure: one line
+            error = translate(exc, False)
+            delay = next_wait(error, attempt, max_retries)
+            if delay is None:
+                raise error from None
+            wait(delay, error, on_retry)
+            attempt += 1
+
+
+def stream_with_retries(
+    attempt: Callable[[], Generator[Event, None, None]],
+    translate: Translate,
+    *,
+    max_retries: int,
+    on_retry: Callable[[str], None] | None,
+) -> Iterator[Event]:
+    """The events of ``attempt()`` (one streamed call), starting it again after a failure
+    worth retrying as long as no reply text has arrived (text already shown is never sent
+    twice), up to ``max_retries`` times. Raises the translated ProviderError of a failure,
+    and a ProviderError ``attempt`` raises itself as it is."""
+    tries = 0
+    while True:
+        started = False
+        events = attempt()
+        try:
+            for event in events:
+                if isinstance(event, TextDelta):
+                    started = True
+                yield event
+            return
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every SDK/transport failure: one line
+            error = translate(exc, started)
+            delay = None if started else next_wait(error, tries, max_retries)
+            if delay is None:
+                raise error from None
+            wait(delay, error, on_retry)
+            tries += 1
+        finally:
+            events.close()

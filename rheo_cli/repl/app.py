@@ -100,7 +100,7 @@ def run_repl(
     session = make_session(rt, input=input, output=output, completer=completer)
     who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
     state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
-    if rt.provider_ready() is None and rt.conn is not None and rt.queued_digests:
+    if rt.provider_ready() is None and _store_opens(rt) and rt.queued_digests:
         # A session closed by time while nobody was here: summarise it in the background.
         from ..background.worker import kick_background
 
@@ -126,3 +126,15 @@ def run_repl(
             commands.run_slash(state, text.strip())
         else:
             commands.run_turn(state, text)
+
+
+def _store_opens(rt: Runtime) -> bool:
+    """Open the store; False when it cannot be (each turn then says so and still answers)."""
+    import sqlite3
+
+    from ..memory.store.errors import StoreError
+
+    try:
+        return rt.conn is not None
+    except (sqlite3.Error, StoreError):
+        return False

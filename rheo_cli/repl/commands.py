@@ -7,8 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..memory.store.errors import StoreError
 from ..runtime import Runtime
-from ..turn.assistant import Assistant, TurnFailed, TurnInterrupted
+from ..turn.assistant import Assistant
+from ..turn.record import SessionPurged
+from ..turn.results import TurnFailed, TurnInterrupted
 
 HELP = """\
 /help             this list
@@ -82,7 +85,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     ``question`` (a stored user turn) is sent again instead of storing ``text`` (/retry)."""
     from ..background.worker import kick_background
     from ..ui.stream import ReplyWriter
-    from ..ui.wording import failed_line, interrupted_line
+    from ..ui.wording import cut_line, failed_line, interrupted_line, not_stored_line
 
     guidance = state.rt.provider_ready()
     if guidance is not None:
@@ -94,7 +97,7 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     new = state.force_new
     state.force_new = False
     try:
-        state.assistant.turn(
+        result = state.assistant.turn(
             text,
             new_session=new,
             on_text=writer,
@@ -102,9 +105,16 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
             question=question,  # type: ignore[arg-type]
         )
         writer.finish()
+        if result.cut:
+            _notes(state, [cut_line(result)])
+        if state.assistant.not_stored is not None:  # the reply came; memory could not keep it
+            _notes(state, [not_stored_line(state.assistant.not_stored)])
     except TurnInterrupted as exc:
         writer.finish()
-        if exc.turn.id:
+        unstored = state.assistant.not_stored
+        if unstored is not None:
+            state.say(f"\nrheo: interrupted; {not_stored_line(unstored)}")
+        elif exc.turn.id:
             state.say("\n" + interrupted_line(exc.turn.id))
         else:
             state.say("\n[interrupted — the partial reply is not stored (incognito)]")
@@ -114,10 +124,17 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
             raise exc.cause from None
     except TurnFailed as exc:
         writer.finish()
-        state.say(f"rheo: {failed_line(exc.error)}")
-    except sqlite3.Error as exc:  # the ledger cannot be written: say so, keep the REPL
+        unstored = state.assistant.not_stored
+        if unstored is not None and not unstored.reply_only:
+            state.say(f"rheo: {exc.error}; {not_stored_line(unstored)}")
+        else:
+            state.say(f"rheo: {failed_line(exc.error)}")
+    except (sqlite3.Error, StoreError) as exc:  # busy past the timeout, a newer store
         writer.finish()
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
+    except SessionPurged as exc:  # `rheo purge` ran meanwhile: say so, keep the REPL
+        writer.finish()
+        state.say(f"rheo: {exc}")
     finally:
         if not state.incognito:
             kick_background(state.rt)
@@ -142,7 +159,11 @@ def _new(state: ReplState, arg: str) -> None:
 
 
 def _incognito(state: ReplState, arg: str) -> None:
-    wanted = {"on": True, "off": False}.get(arg.strip().lower(), not state.incognito)
+    choice = arg.strip().lower()
+    if choice not in ("", "on", "off"):
+        state.say("usage: /incognito [on|off]")
+        return
+    wanted = {"on": True, "off": False}.get(choice, not state.incognito)
     state.incognito = wanted
     state.assistant.incognito = wanted
     if wanted:
@@ -163,17 +184,21 @@ def _exit(state: ReplState, arg: str) -> None:
 
 
 def _context(state: ReplState, arg: str) -> None:
-    from ..turn.assistant import preview
+    from ..turn.preview import preview
     from ..turn.wiring import tool_specs
 
     info = preview(state.rt, arg, tools=tool_specs(), new_session=state.force_new)
     for section in info["sections"]:
         state.say(section["text"])
         state.say("")
-    state.say(
-        f"({info['context_tokens']} of {info['budget']} tokens; "
-        f"{'new session' if info['new_session'] else 'session #' + str(info['session_id'])})"
-    )
+    from ..memory.ledger.sessions import session_numbers
+
+    if info["new_session"] or info["session_id"] is None:
+        where = "new session"
+    else:
+        numbers = session_numbers(state.rt.conn, state.rt.profile)
+        where = f"session s{numbers.get(info['session_id'], info['session_id'])}"
+    state.say(f"({info['context_tokens']} of {info['budget']} tokens; {where})")
 
 
 def _history(state: ReplState, arg: str) -> None:
@@ -332,7 +357,11 @@ def run_slash(state: ReplState, line: str) -> None:
         handler(state, arg.strip())
     except Exception as exc:  # noqa: BLE001 - a slash command never ends the REPL
         from ..memory.store.errors import EngineError
+        from ..ui.wording import database_message
 
+        if isinstance(exc, sqlite3.Error):  # e.g. /done on a read-only store
+            state.say(f"rheo: {database_message(exc)}")
+            return
         if not isinstance(exc, EngineError):
             raise
         state.say(f"rheo: {exc}")

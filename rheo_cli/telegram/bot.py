@@ -176,7 +176,7 @@ class TelegramBot:
     async def answer(self, rt: Runtime, chat_id: int, user_turn: ledger.Turn) -> None:
         """Run the model for a stored question and send the reply (or one line on failure)."""
         from ..background.worker import kick_background
-        from ..turn.assistant import TurnFailed, TurnInterrupted
+        from ..turn.results import TurnFailed, TurnInterrupted
         from ..turn.wiring import make_assistant
 
         assistant = make_assistant(rt)

@@ -20,7 +20,8 @@ from ..memory.facts import items as item_store
 from ..memory.facts.items import CATEGORIES
 from ..memory.facts.parsing import read_fact
 from ..memory.facts.pins import own_words, pin_requested
-from ..memory.facts.remember import remember, writes_from_turn
+from ..memory.facts.reinforce import writes_from_turn
+from ..memory.facts.remember import remember
 from ..memory.facts.scope import ASSISTANT, SCOPES, assistant_in, read_scope
 from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import display

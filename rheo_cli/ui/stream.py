@@ -4,6 +4,7 @@ control and invisible characters shown literally, see `output.safe`)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import threading
@@ -28,6 +29,40 @@ def _sigint_deferred() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _NoEcho:
+    """The terminal the person types on stops echoing while a reply is drawn live: a typed
+    key or the ``^C`` of Ctrl-C written into the live area moves the cursor (a wrapped line),
+    so the redraw that clears the area misses its first line and the reply is shown twice.
+    `restore` puts the settings back; a stdin that is not a terminal is left alone."""
+
+    def __init__(self, keys: Any) -> None:
+        self._fd: int | None = None
+        self._saved: Any = None
+        try:
+            import termios
+
+            fd = keys.fileno() if hasattr(keys, "fileno") else int(keys)
+            if not os.isatty(fd):
+                return
+            saved = termios.tcgetattr(fd)
+            quiet = list(saved)
+            quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+            termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        except (ImportError, OSError, ValueError, AttributeError, TypeError):
+            return
+        self._fd, self._saved = fd, saved
+
+    def restore(self) -> None:
+        """Echo as before (once)."""
+        if self._fd is None:
+            return
+        import termios
+
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)
+        self._fd = None
 
 
 class BlockSplitter:
@@ -82,6 +117,8 @@ class ReplyWriter:
     repeated copies in the scrollback. A closed pipe (``| head -1``) sets `pipe_closed` and
     the rest is swallowed, so the caller can still store the whole reply and exit quietly.
     ``spinner`` shows "thinking…" on ``spinner_out`` (stderr by default) until the first text.
+    While the live area is drawn, ``keys`` (stdin by default), when a terminal, does not echo
+    (see `_NoEcho`); `finish` restores it.
     """
 
     def __init__(
@@ -91,6 +128,7 @@ class ReplyWriter:
         out: TextIO | None = None,
         spinner: bool = False,
         spinner_out: TextIO | None = None,
+        keys: Any = None,
     ) -> None:
         self.rendered = rendered
         self.out = out if out is not None else sys.stdout
@@ -105,6 +143,8 @@ class ReplyWriter:
         self._console: Any = None
         self._live: Any = None
         self._status: Any = None
+        self._keys = sys.stdin if keys is None else keys
+        self._no_echo: _NoEcho | None = None
         if spinner:
             from rich.console import Console
 
@@ -153,6 +193,7 @@ class ReplyWriter:
             from rich.console import Console
             from rich.live import Live
 
+            self._no_echo = _NoEcho(self._keys)
             self._console = Console(file=self.out)
             self._live = Live(
                 console=self._console,
@@ -190,6 +231,8 @@ class ReplyWriter:
         """End the display: print the last block, or a final newline for raw text; stop the
         spinner. Calling it again does nothing."""
         self._stop_spinner()
+        if self._no_echo is not None:
+            self._no_echo.restore()
         if self.pipe_closed or self.finished:
             return
         self.finished = True

@@ -11,9 +11,9 @@ from .output import local, safe
 def transcript(session: Any, turns: list[Any], now: datetime, *, markdown: bool = False) -> str:
     """The whole session ``session`` (with its ``turns``, oldest first) as text.
 
-    Each turn says who spoke and when; an assistant reply that failed or was interrupted says
-    so. Plain text has stored control characters made harmless; Markdown is meant for files
-    and keeps the replies' own Markdown.
+    Each turn says who spoke and when; an assistant reply that failed, was interrupted or was
+    cut at the max_tokens limit says so. Plain text has stored control characters made
+    harmless; Markdown is meant for files and keeps the replies' own Markdown.
     """
     start, end = local(session.started_at, now), local(session.last_turn_at, now)
     lines: list[str] = []
@@ -27,8 +27,11 @@ def transcript(session: Any, turns: list[Any], now: datetime, *, markdown: bool 
         who = "You" if turn.role == "user" else "rheo"
         status = ""
         if turn.role == "assistant" and turn.status not in (None, "ok"):
-            error = turn.meta.get("error") if isinstance(turn.meta, dict) else None
+            meta = turn.meta if isinstance(turn.meta, dict) else {}
+            error = meta.get("error")
             why = f": {error.get('message')}" if isinstance(error, dict) else ""
+            if meta.get("stop_reason") == "max_tokens":
+                why = ": cut at the max_tokens limit"
             status = f" ({turn.status}{why})"
         when = local(turn.ts, now)
         body = turn.content if markdown else safe(turn.content)

@@ -22,9 +22,15 @@ CHANGED = {
 """What each change to a memory item made of it, as the line after ``#ID`` says."""
 
 
+ALREADY = {"unpin": "not pinned", "forget": "already forgotten"}
+"""How a change that was already made reads (else ``already <CHANGED>``)."""
+
+
 def change_line(action: str, item: Any, *, already: bool = False) -> str:
     """``#12 done: call Ana`` (or ``#12 already done: ...``) for a change to a memory item."""
-    state = ("already " if already else "") + CHANGED[action]
+    state = CHANGED[action]
+    if already:
+        state = ALREADY.get(action) or f"already {state}"
     tail = " (the other version is superseded)" if action == "resolve" else ""
     return f"#{item.id} {state}: {preview(item.content_text(), 80)}{tail}"
 
@@ -32,26 +38,88 @@ def change_line(action: str, item: Any, *, already: bool = False) -> str:
 def apply_change(
     conn: sqlite3.Connection, profile: str, action: str, item_id: int, now: datetime
 ) -> tuple[Any, bool]:
-    """Make a change named in `CHANGED` and return ``(item, already)``: marking an open item
-    done that is already done changes nothing and is not an error (``already`` is True).
-    Raises the engine's NotFound / InvalidInput for an unknown id or an impossible change."""
+    """Make a change named in `CHANGED` and return ``(item, already)``: a change already made
+    (done again, pinned again, unpinned when not pinned, forgotten again) changes nothing and
+    is not an error (``already`` is True). Raises the engine's NotFound / InvalidInput for an
+    unknown id or an impossible change."""
     from ..memory.facts import curation, items
 
-    if action == "done":
+    if action in ("done", "pin", "unpin", "forget"):
         item = items.get_item(conn, profile, item_id)
-        if item.status == "done":
+        already = {
+            "done": item.status == "done",
+            "pin": item.pinned and item.status == "active",
+            "unpin": not item.pinned and item.status == "active",
+            "forget": item.status == "retracted",
+        }[action]
+        if already:
             return item, True
     return curation.CHANGES[action](conn, profile, item_id, now), False
 
 
 def interrupted_line(turn_id: int) -> str:
-    """What is said when the person stops a reply (Ctrl-C)."""
+    """What is said when the person stops a reply (Ctrl-C); ``turn_id`` 0: not stored."""
+    if not turn_id:
+        return "interrupted: the partial reply is not stored"
     return f"interrupted: the partial reply is kept as turn #{turn_id}"
 
 
 def failed_line(error: object) -> str:
     """What is said when the model call failed (the question is stored; --retry resends)."""
     return f"{error} (the question is kept: 'rheo ask --retry' or /retry sends it again)"
+
+
+MAX_TOKENS_CEILING = 1_000_000
+"""The highest ``max_tokens`` config.toml accepts."""
+
+
+def cut_line(result: Any) -> str:
+    """What is said when a reply stopped at the model's output limit (a `TurnResult` whose
+    ``cut`` is true): the limit, that the reply is incomplete, and the setting that raises
+    it — ``max_tokens`` for the API providers, Claude Code's own environment variable for
+    Claude Code (rheo does not pass its limit to ``claude``)."""
+    if getattr(result, "provider", "") == "claude-code":
+        return (
+            "the reply was cut at Claude Code's output token limit and is incomplete; "
+            "raise the limit with the CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable"
+        )
+    limit = int(getattr(result, "max_tokens", 0) or 0)
+    more = min(max(limit * 2, 1024), MAX_TOKENS_CEILING)
+    size = f" ({limit:,} tokens)" if limit else ""
+    return (
+        f"the reply was cut at the max_tokens limit{size} and is incomplete; "
+        f"raise it with 'rheo config set max_tokens {more}'"
+    )
+
+
+def database_message(exc: sqlite3.Error) -> str:
+    """A one-line explanation of a SQLite failure (or PostgreSQL's, as the engine raises
+    it) for a person."""
+    text = str(exc)
+    lowered = text.lower()
+    if "locked" in lowered or "busy" in lowered:
+        return "the database stayed busy: another process held it for more than 30 s; try again"
+    if "readonly" in lowered or "read-only" in lowered:
+        return "cannot write the database: it is read-only (check its permissions)"
+    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
+        return f"the database is damaged ({text}); 'rheo paths' shows where it is"
+    if "disk i/o" in lowered or "full" in lowered:
+        return f"cannot write the database: {text} (is the disk full?)"
+    return f"database error: {text}"
+
+
+def not_stored_line(not_stored: Any) -> str:
+    """What is said when a turn that should have been stored was not (a `NotStored`): the
+    store could not be opened (answered without memory), the person's message could not be
+    written (the whole exchange is unstored), or only the reply could not be."""
+    error = not_stored.error
+    why = database_message(error) if isinstance(error, sqlite3.Error) else str(error)
+    why = " ".join(why.split())[:240]
+    if not_stored.unopened:
+        return f"memory unavailable: {why}; answered without it, and this exchange was not stored"
+    if not_stored.reply_only:
+        return f"the reply was not stored: {why} (the question is kept)"
+    return f"this exchange was not stored: {why}"
 
 
 NOTHING_TO_RETRY = "nothing to retry: the last question was answered"

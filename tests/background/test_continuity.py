@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 import time
 from datetime import datetime, timedelta
@@ -231,6 +232,26 @@ def test_queueing_closed_sessions_is_idempotent_and_reads_an_index(tmp_path):
             ("default", closing.RECENT_SESSIONS, to_stored(now)),
         )
     )
-    assert "SEARCH sessions USING INDEX sessions_profile (profile=?)" in plan
+    assert re.search(r"SEARCH sessions USING INDEX sessions_\w+ \(profile=\?\)", plan), plan
     assert "SCAN sessions" not in plan
     conn.close()
+
+
+def test_importing_past_history_does_not_break_continuity(rheo, api, monkeypatch, home):
+    from pathlib import Path
+
+    chatgpt = Path(__file__).resolve().parent.parent / "data" / "chatgpt_conversations.json"
+    route(api, chat=text(ANSWER))
+    at(monkeypatch, T10)
+    assert rheo("ask", PLAN).exit_code == 0
+    imported = rheo("import-history", "chatgpt", str(chatgpt))
+    assert imported.exit_code == 0 and "imported 0" not in imported.stdout, imported.output
+    at(monkeypatch, T10 + timedelta(seconds=40))
+    assert rheo("ask", "And the reminder?").exit_code == 0
+    own = db_rows(home, "SELECT DISTINCT session_id FROM turns WHERE source_key IS NULL")
+    assert len(own) == 1  # the ask seconds later stayed in today's session
+    info = where_were_we(rheo)
+    assert info["session_id"] == own[0][0]
+    assert "End of the previous session" not in episodic(info)
+    recent = json.loads(rheo("history", "recent", "-n", "2", "--json").stdout)
+    assert [t["content"] for t in recent] == ["And the reminder?", ANSWER]

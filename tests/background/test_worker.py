@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import stat
 import subprocess
 import sys
 import time
 
 import netguard
+import pytest
 from fakeapi import hang, text
 from helpers import REPO, api_env, db_rows, facts_reply, kind_of, route, run_rheo
 
@@ -97,3 +100,64 @@ def test_worker_inline_mode(rheo, api, monkeypatch, home):
     route(api, extract=facts_reply({"topic": "pet", "label": "Has a cat named Miso"}))
     rheo("ask", "My cat is Miso.")
     assert items(home) == ["Has a cat named Miso"]
+
+
+def _admin_rows(url, sql, args=()):
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as a:
+        return a.execute(sql, args).fetchall()
+
+
+needs_pg = pytest.mark.skipif(
+    not os.environ.get("RHEO_TEST_DATABASE_URL"),
+    reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
+)
+
+
+@needs_pg
+def test_spawned_worker_on_postgres_works_on_the_profile_given_with_the_flag(api, home):
+    from conftest import pg_schema_url
+
+    home.mkdir(parents=True)  # only the profile is under test here
+    route(api, chat=text("Nice city."), extract=facts_reply({"topic": "city", "label": "Porto"}))
+    with pg_schema_url() as url:
+        env = _env(api, home, RHEO_DATABASE_URL=url)
+        proc = run_rheo("-p", "w4", "ask", "I live in Porto.", env=env)
+        assert proc.returncode == 0, proc.stderr
+        done = wait_for(
+            lambda: _admin_rows(url, "SELECT profile, status FROM jobs") == [("w4", "done")]
+        )
+        assert done
+        labels = _admin_rows(url, "SELECT profile, label FROM memory_items")
+        assert labels == [("w4", "Porto")]
+
+
+@needs_pg
+def test_spawned_worker_on_postgres_creates_rheo_home_on_first_use(api, home):
+    from conftest import pg_schema_url
+
+    assert not home.exists()
+    route(api, chat=text("ok"), extract=facts_reply({"topic": "pet", "label": "Has a cat"}))
+    with pg_schema_url() as url:
+        proc = run_rheo("ask", "My cat is Miso.", env=_env(api, home, RHEO_DATABASE_URL=url))
+        assert proc.returncode == 0, proc.stderr
+        assert wait_for(lambda: _admin_rows(url, "SELECT status FROM jobs") == [("done",)])
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
+@needs_pg
+def test_maintain_on_postgres_names_the_profile_it_ran_for(api, home, rheo, monkeypatch):
+    from conftest import pg_schema_url
+
+    route(api, chat=text("ok"))
+    with pg_schema_url() as url:
+        monkeypatch.setenv("RHEO_DATABASE_URL", url)
+        assert rheo("-p", "w4", "ask", "hello").exit_code == 0
+        plain = rheo("maintain")
+        assert plain.exit_code == 0, plain.stderr
+        assert plain.stdout.startswith("profile default: 0 job(s) done")
+        assert "--profile NAME" in plain.stdout  # where w4's pending job is run from
+        assert json.loads(rheo("maintain", "--json").stdout)["profile"] == "default"
+        other = rheo("maintain", "--profile", "w4")
+        assert other.stdout.startswith("profile w4: 1 job(s) done"), other.stdout

@@ -77,7 +77,8 @@ def test_tenants_have_their_own_keys(rheo, redis_client, tenant, monkeypatch):
     assert rheo("context", "cat?").exit_code == 0
     result = rheo("context", "cat?", "--profile", other)
     assert result.exit_code == 0 and "Miso" not in result.stdout
-    assert redis_client.hgetall(f"rheo:{other}:_shared") == {b"_complete": b"1"}
+    cached = redis_client.hgetall(f"rheo:{other}:_shared")
+    assert cached[b"_complete"] == b"1" and not any(f.startswith(b"item:") for f in cached)
 
 
 def test_redis_down_the_chat_goes_on_with_one_notice(rheo, api, tenant, monkeypatch):
@@ -103,3 +104,23 @@ def test_garbage_in_the_cache_is_a_miss_with_one_notice(rheo, redis_client, tena
     assert result.exit_code == 0, result.stderr
     assert "Miso" in result.stdout
     assert result.stderr.count("Redis cache is not usable") == 1
+
+
+def test_a_previewed_request_never_reaches_the_cache(rheo, redis_client, tenant, monkeypatch):
+    """``rheo context "Remember that ..."`` shows the fact as ask would, inside a write that is
+    rolled back: the cache must not be filled with it (nor dropped) meanwhile."""
+
+    def memory(message: str) -> str:
+        shown = rheo("context", message, "--json")
+        assert shown.exit_code == 0, shown.stderr
+        sections = json.loads(shown.stdout)["sections"]
+        return "".join(s["text"] for s in sections if s["name"] == "CURRENT MEMORY")
+
+    monkeypatch.setenv("RHEO_REDIS_URL", os.environ["RHEO_TEST_REDIS_URL"])
+    assert rheo("memory", "add", "--topic", "pet", "The cat is called Miso").exit_code == 0
+    assert "Miso" in memory("what is my cat called?")  # fills the cache
+    key = f"rheo:{tenant}:_shared"
+    cached = redis_client.hgetall(key)
+    assert "Dr. Okafor" in memory("Remember that my dentist is Dr. Okafor.")
+    assert redis_client.hgetall(key) == cached  # neither filled with it nor dropped
+    assert "Dr. Okafor" not in memory("who is my dentist?")

@@ -21,7 +21,8 @@ def test_ask_prints_only_the_reply_and_stores_both_turns(rheo, api, home):
     body = api.last.body
     assert body["stream"] is True
     assert body["model"] == "claude-sonnet-5-5"
-    assert body["messages"][-1]["content"][-1]["text"].endswith("---\nWhat is the capital?")
+    # nothing remembered yet: the message alone, no stray "---" above it
+    assert body["messages"][-1]["content"][-1]["text"] == "What is the capital?"
 
 
 def test_ask_json_has_reply_session_turn_ids_usage(rheo, api):

@@ -27,8 +27,8 @@ def test_stdin_is_a_document_after_the_argument(rheo, api, home):
     result = rheo("ask", "summarise this", input="line one\nline two\n")
     assert result.exit_code == 0
     assert user_turns(home) == ["summarise this\n\n<stdin>\nline one\nline two\n</stdin>"]
-    assert api.last.body["messages"][0]["content"][-1]["text"].endswith(
-        "---\nsummarise this\n\n<stdin>\nline one\nline two\n</stdin>"
+    assert api.last.body["messages"][0]["content"][-1]["text"] == (
+        "summarise this\n\n<stdin>\nline one\nline two\n</stdin>"
     )
 
 

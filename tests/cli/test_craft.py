@@ -353,3 +353,43 @@ def test_root_help_groups_commands():
     assert heads == sorted(heads)
     chat = out[heads[0] : heads[1]]
     assert "ask" in chat and "chat" in chat and "memory" not in chat
+
+
+def test_store_urls_are_settings_shown_with_the_password_hidden(rheo, home, monkeypatch):
+    url = "postgresql://rheo:s3cret-pw@db.example:5432/rheo?options=-csearch_path%3Dmyrheo"
+    ok = rheo("config", "set", "store.url", url)
+    assert ok.exit_code == 0, ok.stderr
+    assert "s3cret-pw" not in ok.stdout and "rheo:***@db.example:5432/rheo" in ok.stdout
+    assert f'url = "{url}"' in (home / "config.toml").read_text()  # stored as given
+    assert rheo("config", "set", "store.redis_url", "redis://:hush@127.0.0.1:6379/0").exit_code == 0
+    shown = json.loads(rheo("config", "show", "--json").stdout)
+    by_name = {s["name"]: s for s in shown["settings"]}
+    assert by_name["store.url"]["value"] == (
+        "postgresql://rheo:***@db.example:5432/rheo?options=-csearch_path%3Dmyrheo"
+    )
+    assert by_name["store.url"]["source"] == "file"
+    assert by_name["store.redis_url"]["value"] == "redis://:***@127.0.0.1:6379/0"
+    text_out = rheo("config", "show").stdout
+    assert "store.url" in text_out and "s3cret-pw" not in text_out and "hush" not in text_out
+    monkeypatch.setenv("RHEO_DATABASE_URL", "postgresql://me@other/rheo?password=pw2")
+    env = {s["name"]: s for s in json.loads(rheo("config", "show", "--json").stdout)["settings"]}
+    assert env["store.url"] == {
+        "name": "store.url",
+        "value": "postgresql://me@other/rheo?password=***",
+        "source": "environment (RHEO_DATABASE_URL)",
+    }
+    bad = rheo("config", "set", "store.url", "mysql://root:topsecret@x/db")
+    assert bad.exit_code == 2 and "topsecret" not in bad.stderr and "refused" in bad.stderr
+
+
+def test_paths_on_postgres_show_the_store_url_not_a_file(rheo, home, monkeypatch):
+    monkeypatch.setenv("RHEO_DATABASE_URL", "postgresql://rheo:pw9@db.example/rheo")
+    out = json.loads(rheo("paths", "--json").stdout)
+    assert out["db"] == "postgresql://rheo:***@db.example/rheo"
+    assert "rheo.db" not in rheo("paths").stdout
+    monkeypatch.delenv("RHEO_DATABASE_URL")
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[store]\nurl = "postgresql://a:b@h/d"\n')
+    assert json.loads(rheo("paths", "--json").stdout)["db"] == "postgresql://a:***@h/d"
+    (home / "config.toml").write_text("model = [")  # broken: the local paths still show
+    assert json.loads(rheo("paths", "--json").stdout)["db"].endswith("rheo.db")

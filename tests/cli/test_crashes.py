@@ -236,6 +236,7 @@ def test_sigkill_mid_purge_import_and_backup(api, home, tmp_path):
     kills += 1
     check_consistent(path)
     assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == before
-    _run(api, home, "backup", str(tmp_path / "b2.db"), now="2026-03-05")
-    check_consistent(tmp_path / "b2.db")
+    assert not (tmp_path / "b1.db").exists()  # never half-written: only a hidden .partial
+    _run(api, home, "backup", str(tmp_path / "b1.db"), now="2026-03-05")
+    check_consistent(tmp_path / "b1.db")
     assert kills == 6

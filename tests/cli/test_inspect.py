@@ -134,7 +134,7 @@ def test_global_new_flag_applies_to_ask(rheo, api, home):
 def test_piped_stdin_to_bare_rheo_asks(rheo, api, home):
     result = rheo(input="a piped question\n")
     assert result.exit_code == 0 and result.stdout == "ok\n"
-    assert api.last.body["messages"][0]["content"][-1]["text"].endswith("---\na piped question")
+    assert api.last.body["messages"][0]["content"][-1]["text"] == "a piped question"
 
 
 def test_chat_without_a_terminal_is_a_usage_error(rheo, api):

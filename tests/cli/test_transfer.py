@@ -12,10 +12,11 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import netguard
 from fakeapi import text
-from helpers import REPO, db_rows, facts_reply, route
+from helpers import REPO, db_rows, facts_reply, route, run_rheo
 
 T0 = datetime.fromisoformat("2026-08-20T18:00:00+02:00")
 
@@ -210,7 +211,7 @@ def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
     dest = tmp_path / "b.db"
     assert rheo("backup", str(dest)).exit_code == 0
     again = rheo("backup", str(dest))
-    assert again.exit_code == 1 and "already exists" in again.stderr
+    assert again.exit_code == 2 and "already exists" in again.stderr  # usage, as a bad folder
     monkey_home = dest.parent / "restored"
     monkey_home.mkdir()
     os.replace(dest, monkey_home / "rheo.db")
@@ -240,3 +241,149 @@ def test_a_bad_time_is_refused_before_anything_is_imported(rheo, api, monkeypatc
         if (fresh / "rheo.db").exists():
             assert db_rows(fresh, "SELECT count(*) FROM turns")[0][0] == 0
     assert rheo("history", "recent").exit_code == 0  # the store is still usable
+
+
+def test_the_knowledge_base_is_exported_and_imported(rheo, api, monkeypatch, tmp_path):
+    seed(rheo, api, monkeypatch)
+    doc = tmp_path / "pricing.md"
+    doc.write_text("# Pricing\n\n## Refunds\n\nRefunds within 30 days.\n")
+    assert rheo("kb", "add", str(doc)).exit_code == 0
+    doc.write_text("# Pricing\n\n## Refunds\n\nRefunds within 45 days.\n")
+    assert rheo("kb", "add", str(doc)).exit_code == 0
+    first = rheo("export", "--all")
+    assert first.exit_code == 0, first.stderr
+    lines = [json.loads(ln) for ln in first.stdout.splitlines()]
+    assert lines[0]["version"] == 2
+    assert [r["version"] for r in lines if r["type"] == "kb_document"] == [1, 2]
+    exported = tmp_path / "all.jsonl"
+    exported.write_text(first.stdout)
+    monkeypatch.setenv("RHEO_HOME", str(tmp_path / "fresh-home"))
+    result = rheo("import", str(exported), "--json")
+    assert result.exit_code == 0, result.stderr
+    added = json.loads(result.stdout)["added"]
+    assert added["kb_document"] == 2 and added["kb_chunk"] == 2
+    assert rheo("export", "--all").stdout == first.stdout
+    assert "45 days" in rheo("kb", "search", "refunds").stdout
+    listed = json.loads(rheo("kb", "list", "--all", "--json").stdout)
+    assert sorted(d["status"] for d in listed) == ["active", "replaced"]
+
+
+def test_a_backup_killed_mid_way_leaves_no_file_under_its_name(rheo, home, tmp_path):
+    assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
+    dest = tmp_path / "out" / "b.db"
+    dest.parent.mkdir()
+    env = {**os.environ, "RHEO_HOME": str(home), "RHEO_CRASH_AT": "backup.copy:1"}
+    killed = run_rheo("backup", str(dest), env=env)
+    assert killed.returncode == -9
+    assert not dest.exists()
+    left = list(dest.parent.iterdir())
+    assert [p.name.startswith(".b.db.") and p.name.endswith(".partial") for p in left] == [True]
+    done = rheo("backup", str(dest))
+    assert done.exit_code == 0, done.stderr
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o600
+    copy = sqlite3.connect(dest)
+    assert copy.execute("SELECT label FROM memory_items").fetchone()[0] == "Ana likes tea"
+    copy.close()
+
+
+def test_an_export_to_a_file_appears_only_complete(rheo, home, tmp_path, monkeypatch):
+    assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
+    from rheo_cli.io import rheo_jsonl
+
+    def broken(records, out):
+        out.write("{}\n")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rheo_jsonl, "write", broken)
+    dest = tmp_path / "e.jsonl"
+    result = rheo("export", "-o", str(dest))
+    assert result.exit_code != 0
+    assert list(tmp_path.glob("*e.jsonl*")) == []
+
+
+def test_a_reinforced_fact_round_trips_and_imports_once(rheo, api, monkeypatch, tmp_path):
+    """Event data and item properties are JSON the engine writes in its own key order; the
+    file holds them with sorted keys. Their keys must not depend on that order."""
+    fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
+            "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
+    route(api, chat=text("Noted."), extract=facts_reply(fact))
+    monkeypatch.setenv("RHEO_NOW", T0.isoformat())
+    assert rheo("ask", "I drive a red Volvo XC40").exit_code == 0
+    assert rheo("ask", "my Volvo XC40 is red, as I said").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    first = rheo("export").stdout
+    kinds = [json.loads(ln)["kind"] for ln in first.splitlines() if '"memory_event"' in ln]
+    assert kinds == ["created", "reinforced"]
+    exported = tmp_path / "one.jsonl"
+    exported.write_text(first)
+    assert sum(json.loads(rheo("import", str(exported), "--json").stdout)["added"].values()) == 0
+    monkeypatch.setenv("RHEO_HOME", str(tmp_path / "fresh"))
+    assert rheo("import", str(exported)).exit_code == 0
+    assert rheo("export").stdout == first
+    twice = json.loads(rheo("import", str(exported), "--json").stdout)
+    assert sum(twice["added"].values()) == 0
+
+
+def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkeypatch):
+    from rheo_cli.memory.archive import keys
+
+    fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
+            "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
+    route(api, chat=text("Noted."), extract=facts_reply(fact))
+    monkeypatch.setenv("RHEO_NOW", T0.isoformat())
+    assert rheo("ask", "I drive a red Volvo XC40").exit_code == 0
+    assert rheo("ask", "my Volvo XC40 is red, as I said").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    now = rheo("export").stdout
+    with monkeypatch.context() as old_rheo:  # keys from the stored JSON text, as before
+        old_rheo.setattr(keys, "_canonical", lambda text: text)
+        before = rheo("export").stdout
+    assert before != now  # the engine's own key order differs from the sorted one
+    old_file = Path(os.environ["RHEO_HOME"]) / "old.jsonl"
+    old_file.write_text(before)
+    result = json.loads(rheo("import", str(old_file), "--json").stdout)
+    assert sum(result["added"].values()) == 0
+
+
+def test_an_assistants_fact_stays_its_own_through_export_and_import(
+    rheo, monkeypatch, home, tmp_path
+):
+    config = '[assistants.sarah]\ndescription = "customer service"\n'
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(config)
+    assert rheo("memory", "add", "Prefers SMS for follow-ups", "-t", "follow-ups").exit_code == 0
+    added = rheo("memory", "add", "Send follow-ups by email", "-t", "follow-ups", "-a", "sarah")
+    assert added.exit_code == 0, added.stderr
+
+    def seen(*args: str) -> set[str]:
+        listed = json.loads(rheo("memory", "list", "--json", *args).stdout)
+        return {m["content"]["label"] for m in listed}
+
+    assert seen() == {"Prefers SMS for follow-ups"}
+    assert seen("-a", "sarah") == {"Send follow-ups by email"}
+    first = rheo("export")
+    assert json.loads(first.stdout.splitlines()[0])["version"] == 3
+    exported = tmp_path / "team.jsonl"
+    exported.write_text(first.stdout)
+    fresh = tmp_path / "fresh-home"
+    fresh.mkdir()
+    (fresh / "config.toml").write_text(config)
+    monkeypatch.setenv("RHEO_HOME", str(fresh))
+    assert rheo("import", str(exported)).exit_code == 0
+    assert seen() == {"Prefers SMS for follow-ups"}  # Sarah's fact did not become shared
+    assert seen("-a", "sarah") == {"Send follow-ups by email"}
+    assert rheo("export").stdout == first.stdout
+
+
+def test_backup_to_a_folder_is_refused_in_one_line_and_writes_nothing(rheo, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert rheo("memory", "add", "Drinks tea", "-t", "tea").exit_code == 0
+    (tmp_path / "bkdir").mkdir()
+    for raw in ("bkdir", "bkdir/", "newdir/", "nodir/x.db"):
+        result = rheo("backup", raw)
+        assert result.exit_code == 2, (raw, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "newdir/rheo-backup.db" in rheo("backup", "newdir/").stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bkdir", "rheo-home"]
+    assert list((tmp_path / "bkdir").iterdir()) == []
+    assert rheo("backup", "bkdir/mine.db").exit_code == 0

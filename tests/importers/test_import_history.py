@@ -216,7 +216,7 @@ def test_a_file_that_is_not_an_llm_database(home: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE notes (x)").connection.commit()
     done = run_rheo("import-history", "llm", str(other))
-    assert done.returncode == 2 and b"no 'responses' table" in done.stderr
+    assert done.returncode == 2 and b"not an llm logs.db" in done.stderr
     done = run_rheo("import-history", "llm", str(CHATGPT))
     assert done.returncode == 2 and b"not an SQLite database" in done.stderr
     done = run_rheo("import-history", "mbox", str(CHATGPT))
@@ -279,3 +279,64 @@ def test_a_terminal_sees_a_progress_bar(home: Path) -> None:
     assert proc.returncode == 0
     assert b"importing" in seen and b"6/6" in seen
     assert b"imported 6 turn(s)" in proc.stdout
+
+
+@pytest.fixture
+def llm036_db(tmp_path: Path) -> Path:
+    """A logs.db as llm 0.36 writes it (message store), with two legacy rows."""
+    path = tmp_path / "logs036.db"
+    conn = sqlite3.connect(path)
+    conn.executescript((DATA / "llm036_logs.sql").read_text())
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_llm_message_store_of_current_llm_is_imported(home: Path, llm036_db: Path) -> None:
+    summary = imported("llm", str(llm036_db))
+    # 4 turns of the message store + the legacy row from before the upgrade; the legacy row
+    # that repeats a turn (same id) is read once, from the turn.
+    assert summary["conversations"] == 4 and summary["turns"] == 10
+    turns = db_rows(home, "SELECT role, content, ts, model, source_key FROM turns ORDER BY ts, id")
+    contents = [t["content"] for t in turns]
+    assert contents[:2] == [
+        "How often should I feed a sourdough starter?",
+        "Once a day at room temperature.",
+    ]
+    assert contents[2] == "I live in Porto and bake sourdough."
+    assert contents[4] == "My starter is called Bubbles."
+    assert "What is 17 * 23?" in contents and "the same exchange, logged twice" not in contents
+    # a prompt that borrows a fragment (llm -f) gets the fragment's text back
+    assert contents[8] == (
+        "Porto is a city in the north of Portugal, on the Douro river.\n\nSummarise this for me."
+    )
+    assert turns[3]["role"] == "assistant" and turns[3]["model"] == "echo"
+    assert turns[2]["ts"] == "2026-12-01T11:30:11.217Z"
+    assert turns[2]["source_key"] == "llm:01m8rnx4mh8cxrpax3jeykafa3:prompt"
+    sessions = db_rows(
+        home,
+        "SELECT session_id FROM turns WHERE source_key LIKE 'llm:01m8rnx4mh%' "
+        "OR source_key LIKE 'llm:01m8rnx6es%'",
+    )
+    assert len({s[0] for s in sessions}) == 1  # llm -c continued the thread: one session
+    again = imported("llm", str(llm036_db))
+    assert again["turns"] == 0 and again["skipped"]["already imported"] == 10
+
+
+def test_a_file_with_no_readable_conversation_is_an_error(home: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "logs.db"
+    conn = sqlite3.connect(empty)
+    conn.executescript((DATA / "llm036_logs.sql").read_text())
+    for table in ("responses", "conversations", "turns", "threads", "parts", "messages"):
+        conn.execute(f"DELETE FROM {table}")  # a fresh llm 0.36 logs.db: no exchange yet
+    conn.commit()
+    conn.close()
+    done = run_rheo("import-history", "llm", str(empty))
+    err = done.stderr.decode()
+    assert done.returncode == 1, (done.stdout, err)
+    assert err.startswith("rheo: ") and "no llm conversation rheo can read" in err
+    assert err.count("\n") == 1 and done.stdout == b""
+    chats = tmp_path / "conversations.json"
+    chats.write_text("[]")
+    done = run_rheo("import-history", "chatgpt", str(chats))
+    assert done.returncode == 1 and b"no chatgpt conversation" in done.stderr

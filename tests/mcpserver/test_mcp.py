@@ -16,6 +16,8 @@ import netguard
 import pytest
 from helpers import REPO, db_rows, run_rheo
 
+from rheo_cli.extras import install_hint
+
 pytest.importorskip("mcp")
 
 from mcp import ClientSession  # noqa: E402
@@ -310,4 +312,6 @@ def test_without_the_sdk_rheo_mcp_says_how_to_install_it(home: Path, tmp_path: P
     env = {**os.environ, "PYTHONPATH": str(hidden.parent)}
     done = run_rheo("mcp", env=env)
     assert done.returncode == 2
-    assert done.stderr.decode() == "rheo: rheo mcp needs the MCP SDK: pip install 'rheo-cli[mcp]'\n"
+    hint = install_hint("mcp")  # how the README installs: from rheo's folder, not PyPI
+    assert done.stderr.decode() == f"rheo: rheo mcp needs the MCP SDK: {hint}\n"
+    assert "rheo-cli[" not in hint and hint.endswith("[mcp]'")

@@ -114,7 +114,7 @@ def test_sections_come_in_the_seed_order_then_separator_and_message(conn):
 def test_empty_store_has_no_sections_only_the_message(conn):
     ctx = context.assemble(conn, profile="default", message="hi", now=T0, settings=S)
     assert ctx.sections == []
-    assert ctx.text() == "---\nhi"
+    assert ctx.text() == "hi"  # no stray separator with nothing above it
 
 
 def test_new_session_after_gap_has_no_current_session(conn):
@@ -256,7 +256,8 @@ def test_any_store_and_budget_stay_within_budget(tmp_path_factory, contents, bud
         budget=budget,
     )
     assert ctx.context_tokens <= budget
-    assert ctx.text().endswith("---\n" + message)
+    assert ctx.text().endswith(("---\n" if ctx.sections else "") + message)
+    assert ctx.sections or ctx.text() == message
     conn.close()
 
 
@@ -268,3 +269,12 @@ def test_stable_and_volatile_parts_join_to_the_whole(conn):
     assert ctx.stable_text().startswith("=== OPEN ITEMS ===")
     assert "=== CURRENT MEMORY ===" not in ctx.stable_text()
     assert ctx.stable_text() + "\n\n" + ctx.volatile_text() == ctx.text()
+
+
+def test_the_system_prompt_explains_every_section_header():
+    from rheo_cli.memory.retrieval.lines import ORDER
+    from rheo_cli.prompts import load
+
+    system = load("system")
+    for name in ORDER:
+        assert f"- `=== {name} ===` — " in system, name

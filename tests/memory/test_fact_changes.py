@@ -429,3 +429,65 @@ def test_the_fake_refuses_a_forced_tool_it_was_not_given(api):
         "tool_choice": {"type": "tool", "name": "record_facts"},
     }
     assert "not one of the request's tools" in validate_messages_request(body)
+
+
+# --- the same words filed anew as an open item (a new user's report) ----------------------
+
+
+def test_the_same_words_as_an_open_item_replace_the_fact_without_a_conflict(conn):
+    first = remember.remember(
+        conn,
+        Fact(category="fact", topic="acme.invoice", label="Send invoice to Acme"),
+        source="manual",
+        now=T0,
+        settings=S,
+        profile="default",
+    )
+    due = "2026-03-06T22:59:59Z"
+    again = remember.remember(
+        conn,
+        Fact(category="open_item", topic="acme.invoice", label="Send invoice to Acme", due_at=due),
+        source="manual",
+        now=T0 + timedelta(minutes=1),
+        settings=S,
+        profile="default",
+    )
+    assert again.action == "superseded" and again.previous.id == first.item.id
+    assert again.item.category == "open_item" and again.item.due_at == due
+    assert not again.conflict and "said again as an open item" in again.note
+    open_now = items.list_items(conn, "default", category="open_item")
+    assert [i.id for i in open_now] == [again.item.id]
+    # the same open item again reinforces; another due date replaces it
+    same = remember.remember(
+        conn,
+        Fact(category="open_item", topic="acme.invoice", label="Send invoice to Acme"),
+        source="manual",
+        now=T0 + timedelta(minutes=2),
+        settings=S,
+        profile="default",
+    )
+    assert same.action == "reinforced" and same.item.id == again.item.id
+    later = remember.remember(
+        conn,
+        Fact(
+            category="open_item",
+            topic="acme.invoice",
+            label="send the invoice to acme",
+            due_at="2026-03-13T22:59:59Z",
+        ),
+        source="manual",
+        now=T0 + timedelta(minutes=3),
+        settings=S,
+        profile="default",
+    )
+    assert later.action == "superseded" and later.item.due_at == "2026-03-13T22:59:59Z"
+    # an open item said again as a plain fact stays the open item
+    plain = remember.remember(
+        conn,
+        Fact(category="fact", topic="acme.invoice", label="Send invoice to Acme"),
+        source="manual",
+        now=T0 + timedelta(minutes=4),
+        settings=S,
+        profile="default",
+    )
+    assert plain.action == "reinforced" and plain.item.category == "open_item"

@@ -3,6 +3,7 @@ and the `rheo kb` commands."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 
@@ -187,3 +188,21 @@ def test_kb_add_refuses_bad_files_before_storing_any(rheo, home, tmp_path):
     assert missing.exit_code == 2 and "no such file" in missing.stderr
     unknown = rheo("kb", "remove", "999")
     assert unknown.exit_code == 2 and "no knowledge document" in unknown.stderr
+
+
+def test_a_heading_with_nothing_under_it_is_a_chunk_of_its_own_title():
+    chunks = chunk_document("# Guide\n## Setup\nRun it.\n## Uninstall\n# Appendix\n")
+    assert chunks == [
+        Chunk("Guide > Setup", "Run it."),
+        Chunk("Guide > Uninstall", "Uninstall"),
+        Chunk("Appendix", "Appendix"),
+    ]
+
+
+def test_a_document_of_headings_alone_is_indexed(conn):
+    words = [hashlib.sha1(str(i).encode()).hexdigest()[:12] for i in range(20000)]
+    text = "".join(f"# Topic {w}\n" for w in words)
+    added = documents.add_document(conn, "default", "/notes/headings.md", text, NOW)
+    assert added.action == "added"
+    found = search_chunks(conn, "default", words[12345])
+    assert [p.content for p in found] == [f"Topic {words[12345]}"]

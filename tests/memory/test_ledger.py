@@ -240,3 +240,53 @@ def test_too_common_a_query_lists_the_newest_matches_of_the_profile(conn, monkey
     found = ledger.search_turns(as_tenant(conn, "mine"), "mine", "common", limit=4)
     assert [t.content for t, _ in found] == [f"common word {n}" for n in (9, 8, 7, 6)]
     assert all(t.profile == "mine" for t, _ in found)
+
+
+def _import_past(conn, profile="default"):
+    """Two conversations from 2023 and 2024 brought in by import-history (the bulk path)."""
+    from rheo_cli.importers.model import Conversation, Message, Parsed
+    from rheo_cli.importers.store import import_history
+
+    old = datetime(2023, 3, 1, 10, 0, tzinfo=UTC)
+    late = datetime(2024, 6, 1, 10, 0, tzinfo=UTC)
+    parsed = Parsed(
+        "chatgpt",
+        [
+            Conversation("x:1", "2023", [Message("user", "imported 2023", old, "x:m1")]),
+            Conversation("x:2", "2024", [Message("user", "imported 2024", late, "x:m2")]),
+        ],
+    )
+    as_tenant(conn, profile)
+    import_history(conn, profile, parsed, gap_s=GAP, now="2026-05-01T09:00:00.000Z")
+
+
+def test_imported_past_conversations_are_never_the_current_or_previous_session(conn):
+    today = add(conn, "asked today", T0)
+    _import_past(conn)
+    nxt = add(conn, "seconds later", T0 + timedelta(seconds=30))
+    assert not nxt.opened_session and nxt.turn.session_id == today.turn.session_id
+    assert sessions.latest_session(conn, "default").id == today.turn.session_id
+    assert sessions.previous_session(conn, "default", today.turn.session_id) is None
+    active = sessions.active_session(conn, "default", T0 + timedelta(minutes=1), GAP)
+    assert active is not None and active.id == today.turn.session_id
+    recent = [t.content for t in ledger.recent_turns(conn, "default", 2)]
+    assert recent == ["asked today", "seconds later"]
+    assert [t.content for t in ledger.recent_turns(conn, "default", 4)][:2] == [
+        "imported 2023",
+        "imported 2024",
+    ]
+    listed = sessions.list_sessions(conn, "default")
+    assert listed[0].id == today.turn.session_id and listed[-1].last_turn_at.startswith("2023")
+    # A session of rheo's own after a break: the previous session is today's, by time.
+    later = add(conn, "the next day", T0 + timedelta(days=1))
+    assert later.opened_session
+    previous = sessions.previous_session(conn, "default", later.turn.session_id)
+    assert previous is not None and previous.id == today.turn.session_id
+
+
+def test_replayed_past_turns_after_newer_ones_keep_their_own_session(conn):
+    add(conn, "november", T0 + timedelta(days=200))
+    jan = add(conn, "january", T0)
+    jan2 = add(conn, "january, a minute on", T0 + timedelta(minutes=1))
+    assert jan.opened_session and not jan2.opened_session
+    assert jan2.turn.session_id == jan.turn.session_id

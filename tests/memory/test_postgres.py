@@ -200,3 +200,41 @@ def test_sessions_split_by_gap_on_postgres(url):
         assert b.opened_session and b.turn.session_id != a.turn.session_id
     finally:
         conn.close()
+
+
+def test_a_schema_of_its_own_without_the_extensions_schema_on_the_path_works():
+    """``options=-csearch_path=myrheo`` with pg_trgm and unaccent in public: the schema is
+    created with the extensions' objects named in their schema, and search works."""
+    import uuid
+
+    import psycopg
+
+    base = os.environ["RHEO_TEST_DATABASE_URL"]
+    schema = "own_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    sep = "&" if "?" in base else "?"
+    try:
+        conn = db.open_url(f"{base}{sep}options=-csearch_path%3D{schema}", tenant="default")
+        try:
+            when = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
+            for text_ in ("東京で会議があります", "Café crème in Zürich"):
+                ledger.append_turn(
+                    conn, profile="default", role="user", content=text_, now=when, gap_s=7200
+                )
+            assert [t.content for t, _ in ledger.search_turns(conn, "default", "会議")] == [
+                "東京で会議があります"
+            ]
+            assert [t.content for t, _ in ledger.search_turns(conn, "default", "zurich")] == [
+                "Café crème in Zürich"
+            ]
+            tables = conn.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = ? AND tablename = 'turns'",
+                (schema,),
+            ).fetchone()[0]
+            assert tables == 1  # in the schema of its own, not in public
+        finally:
+            conn.close()
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -533,11 +533,11 @@ def test_request_body_and_headers_recorded(api: FakeAnthropic) -> None:
 def test_other_paths_get_404_and_are_recorded(api: FakeAnthropic) -> None:
     api.queue(text("must stay queued"))
     client = make_client(api)
+    models = client.models.list()  # the SDK parses the fake's page as the real API's
+    assert [m.id for m in models.data] == ["claude-test-model"] and not models.has_more
     with pytest.raises(anthropic.NotFoundError) as info:
-        client.models.list()
-    assert info.value.type == "not_found_error"
-    with pytest.raises(anthropic.NotFoundError):
         client.messages.count_tokens(model=MODEL, messages=HELLO)
+    assert info.value.type == "not_found_error"
     assert [(r.method, r.path) for r in api.requests] == [
         ("GET", "/v1/models"),
         ("POST", "/v1/messages/count_tokens"),

@@ -28,7 +28,7 @@ def assert_one_line_failure(result, pattern):
         (error(401, "authentication_error", "invalid x-api-key"), "refused the key (401)"),
         (error(403, "permission_error", "no access"), "denied access (403)"),
         (error(400, "invalid_request_error", "bad thing"), "refused the request (400)"),
-        (error(404, "not_found_error", "model: nope"), "not found (404)"),
+        (error(404, "not_found_error", "model: nope"), "not found at the API (404)"),
         (error(413, "request_too_large", "too big"), "too large"),
     ],
 )

@@ -10,7 +10,7 @@ import pytest
 from fakeopenai import FakeOpenAI, drop, error, hang, malformed, text, tool_call, truncate
 from helpers import db_rows
 
-from rheo_cli.providers.base import ChatRequest, SystemBlock, ToolSpec
+from rheo_cli.providers.base import ChatRequest, ProviderError, SystemBlock, ToolSpec
 from rheo_cli.providers.openai_compat import OpenAICompatProvider, to_chat_messages
 
 
@@ -103,7 +103,8 @@ def test_extraction_runs_on_openai(rheo, oai, home, monkeypatch):
     notes = out["done"][0]["notes"]
     assert any(n.startswith("openai:") and "1 fact(s)" in n for n in notes), notes
     extract = oai.completions[-1].body
-    assert extract["model"] == "gpt-5-nano" and "stream" not in extract
+    # the server is not OpenAI's (a loopback base_url), so extraction uses the chat model
+    assert extract["model"] == "gpt-5-mini" and "stream" not in extract
     assert extract["messages"][0]["content"].startswith("You extract durable facts")
     listed = json.loads(rheo("memory", "list", "--json").stdout)
     assert listed[0]["content"]["label"] == "Lives in Porto"
@@ -131,6 +132,35 @@ def test_http_errors_are_one_line_and_the_turn_is_kept(rheo, oai, home, reply, p
     one_line_failure(result, pattern)
     assert len(oai.completions) == calls  # retried only when it may help
     assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
+
+
+@pytest.mark.parametrize(
+    ("status", "header", "said"),
+    [
+        (429, "60", "rate limited (429): {where} asked to wait 60 s"),
+        (529, "45", "{where} is overloaded (529): {where} asked to wait 45 s"),
+        (429, "600", "rate limited (429): {where} asked to wait 10 min"),
+    ],
+)
+def test_a_long_wait_asked_by_the_server_is_named(rheo, oai, home, status, header, said):
+    oai.default = error(status, "slow down", retry_after=header)
+    result = rheo("ask", "--provider", "openai", "q")
+    one_line_failure(result, said.format(where=oai.base_url))
+    assert len(oai.completions) == 1  # not waited for: reported at once
+    assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
+
+
+def test_a_long_wait_is_named_for_the_extractor_too(oai, home):
+    provider = OpenAICompatProvider(base_url=oai.base_url, max_retries=2)
+    oai.default = error(429, "slow down", retry_after="90")
+    request = ChatRequest(
+        model="gpt-5-nano", system=[], messages=[{"role": "user", "content": "x"}]
+    )
+    with pytest.raises(ProviderError) as caught:
+        provider.complete(request)
+    assert str(caught.value) == f"rate limited (429): {oai.base_url} asked to wait 90 s"
+    assert caught.value.kind == "rate_limit" and caught.value.retry_after_s == 90
+    assert len(oai.completions) == 1
 
 
 def test_rate_limit_waits_what_retry_after_asks_then_succeeds(rheo, oai, home):

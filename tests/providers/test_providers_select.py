@@ -10,14 +10,14 @@ import socket
 from pathlib import Path
 
 import pytest
-from fakeapi import error, text
+from fakeapi import FakeAnthropic, error, text
 from fakeopenai import FakeOpenAI
 from fakeopenai import error as oai_error
 from fakeopenai import text as oai_text
 from helpers import db_rows, route
 
 from rheo_cli.providers import factory
-from rheo_cli.providers.settings import ProviderSettings
+from rheo_cli.providers.settings import Endpoint, ProviderSettings
 
 BIN = Path(__file__).resolve().parent.parent / "bin"
 
@@ -122,7 +122,8 @@ def _closed_port() -> int:
 def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypatch):
     secret_a = "sk-ant-supersecretvalue123"
     secret_o = "sk-openai-supersecretvalue456"
-    with FakeOpenAI() as server:
+    with FakeOpenAI() as server, FakeAnthropic() as anthropic:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic.base_url)
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(
             f'[ollama]\nbase_url = "http://127.0.0.1:{_closed_port()}/v1"\n'
@@ -135,13 +136,20 @@ def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypat
         out = result.stdout
         assert secret_a not in out and secret_o not in out
         assert "chat:       anthropic:claude-sonnet-5-5  (auto: ANTHROPIC_API_KEY is set)" in out
-        assert "ok  anthropic" in out and "key in ANTHROPIC_API_KEY" in out
+        assert "ok  anthropic" in out and "key in ANTHROPIC_API_KEY; " in out
+        assert "answered (1 model)" in out.split("ok  anthropic")[1].splitlines()[0]
+        # the Anthropic API was asked, as the SDK asks it, without spending tokens
+        listed = anthropic.requests[-1]
+        assert (listed.method, listed.path) == ("GET", "/v1/models")
+        assert listed.headers["x-api-key"] == secret_a and listed.headers["anthropic-version"]
+        assert anthropic.message_requests == []
         assert "ok  openai" in out and "answered (1 model)" in out
         assert "--  ollama" in out and "cannot reach" in out
         assert "--  claude-code" in out
         # the models check sent the key, as the server needs it
         assert server.requests[-1].headers["authorization"] == f"Bearer {secret_o}"
         data = json.loads(rheo("providers", "--json").stdout)
+        refused = rheo("providers", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{_closed_port()}")
         assert data["chat"]["provider"] == "anthropic"
         assert data["extraction"] == ["anthropic:claude-haiku-5-5"]
         assert {p["provider"]: p["ready"] for p in data["providers"]} == {
@@ -150,6 +158,8 @@ def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypat
             "openai": True,
             "ollama": False,
         }
+    # an Anthropic API that cannot be reached is reported as such, not "ok"
+    assert "--  anthropic" in refused.stdout and "cannot reach" in refused.stdout
 
 
 def test_providers_command_with_nothing_configured_shows_guidance(rheo, home):
@@ -222,3 +232,51 @@ def test_runtime_provider_raises_guidance_before_the_repl(home):
     with pytest.raises(NoProviderConfigured) as caught:
         rt.provider()
     assert "ANTHROPIC_API_KEY" in caught.value.detail
+
+
+# -- an OpenAI-compatible server of one's own (llama.cpp, vLLM) -----------------------------
+
+
+def test_extraction_on_a_custom_openai_server_uses_its_chat_model(monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    local = ProviderSettings(
+        provider="openai",
+        openai=Endpoint("http://localhost:8080/v1", "", model="my-model"),
+    )
+    chat = factory.Choice("openai", "my-model")
+    chain, problems = factory.extraction_chain(local, chat)
+    assert [c.name for c in chain] == ["openai:my-model"] and problems == []
+    assert "localhost:8080" in chain[0].source
+    # a named extraction_model still wins; OpenAI's own server keeps its small model
+    named = ProviderSettings(
+        openai=Endpoint("http://localhost:8080/v1", "", "my-model", extraction_model="small")
+    )
+    assert [c.name for c in factory.extraction_chain(named, chat)[0]] == ["openai:small"]
+    chain, _ = factory.extraction_chain(ProviderSettings(), chat)
+    assert [c.name for c in chain] == ["openai:gpt-5-nano"]
+    # a bare "openai" fallback on the custom server: its chat model too
+    fb = ProviderSettings(
+        fallback=("openai",), openai=Endpoint("http://localhost:8080/v1", "", model="my-model")
+    )
+    chain, _ = factory.extraction_chain(fb, factory.Choice("anthropic", "claude-x"))
+    assert [c.name for c in chain] == ["anthropic:claude-haiku-5-5", "openai:my-model"]
+
+
+def test_readme_llama_cpp_setup_learns_with_the_chat_model(rheo, home):
+    facts = {"facts": [{"topic": "city", "label": "Lives in Porto", "confidence": 0.9}]}
+    with FakeOpenAI() as server:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(
+            'provider = "openai"\n[openai]\n'
+            f'base_url = "{server.base_url}"\napi_key_env = ""\nmodel = "my-model"\n'
+        )
+        server.queue(oai_text("Porto is lovely."), oai_text(json.dumps(facts)))
+        assert rheo("ask", "I live in Porto.").exit_code == 0
+        out = json.loads(rheo("maintain", "--json").stdout)
+        assert any("openai:my-model: 1 fact(s)" in n for n in out["done"][0]["notes"]), out
+        assert server.completions[-1].body["model"] == "my-model"
+        shown = rheo("providers")
+    assert "extraction: openai:my-model" in shown.stdout
+    assert "the chat model" in shown.stdout
+    listed = json.loads(rheo("memory", "list", "--json").stdout)
+    assert listed[0]["content"]["label"] == "Lives in Porto"

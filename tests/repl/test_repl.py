@@ -162,3 +162,38 @@ def test_history_file_is_private(pipe, api, home):
 
     repl(pipe, "x\r" + CTRL_D)
     assert stat.S_IMODE((home / "history" / "default").stat().st_mode) == 0o600
+
+
+def test_incognito_with_a_word_other_than_on_or_off_is_a_usage_line(pipe, api, home):
+    api.queue(text("stored"))
+    out = repl(pipe, "/incognito maybe\r/incognito on please\rstill kept\r" + CTRL_D)
+    assert out.count("usage: /incognito [on|off]") == 2
+    assert "Incognito:" not in out
+    rows = db_rows(home, "SELECT content FROM turns WHERE role = 'user'")
+    assert [r[0] for r in rows] == ["still kept"]
+
+
+def test_a_reply_whose_session_was_purged_meanwhile_is_one_line_and_the_repl_goes_on(
+    pipe, api, home
+):
+    from datetime import UTC, datetime
+
+    from rheo_cli.memory import purge
+    from rheo_cli.memory.store import db
+
+    def purge_then_answer(rec):
+        conn = db.open_store(home / "rheo.db")
+        try:
+            target = purge.plan(conn, profile="default", what="profile", ref_id=None)
+            purge.purge(conn, target, now=datetime.now(UTC))
+        finally:
+            conn.close()
+        api.handler = lambda rec: text("fine again")
+        return text("too late")
+
+    api.handler = purge_then_answer
+    out = repl(pipe, "first\rsecond\r" + CTRL_D)
+    assert "the session of this question was purged meanwhile" in out
+    assert "fine again" in out
+    rows = db_rows(home, "SELECT content FROM turns ORDER BY id")
+    assert [r[0] for r in rows] == ["second", "fine again"]

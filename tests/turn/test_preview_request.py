@@ -155,3 +155,43 @@ def test_context_without_a_message_still_shows_the_context(rheo, api, monkeypatc
     info = json.loads(shown.stdout)
     assert info["new_session"] is False and info["session_id"] is not None
     assert any(s["name"] == "CURRENT SESSION" for s in info["sections"])
+
+
+def _memory_rows(home) -> list[list[tuple]]:
+    from helpers import db_rows
+
+    return [
+        [tuple(r) for r in db_rows(home, f"SELECT * FROM {table} ORDER BY id")]
+        for table in ("memory_items", "memory_events", "turns", "sessions")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "shown", "hidden"),
+    [
+        ("Remember that my dentist is Dr. Okafor. Who is my dentist?", "Dr. Okafor", None),
+        ("Please forget that I like green tea. What do I drink?", None, "I like green tea"),
+    ],
+    ids=["remember", "forget"],
+)
+def test_an_explicit_request_is_previewed_as_ask_honours_it_and_nothing_is_kept(
+    rheo, api, monkeypatch, home, message, shown, hidden
+):
+    build_store(rheo, api, monkeypatch)
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=1)).isoformat())
+    assert rheo("ask", "Remember that I like green tea.").exit_code == 0
+    monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=5)).isoformat())
+    before = _memory_rows(home)
+    preview = json.loads(rheo("context", message, "--json").stdout)
+    assert _memory_rows(home) == before  # the preview stays read-only
+    memory = [s["text"] for s in preview["sections"] if s["name"] == "CURRENT MEMORY"]
+    if shown:
+        assert shown in memory[0]
+    if hidden:
+        assert all(hidden not in m for m in memory)
+        assert hidden in json.dumps(before[0])  # it was there to forget
+    route(api, chat=text("Noted."))
+    assert rheo("ask", message).exit_code == 0
+    sent = chat_bodies(api)[-1]
+    assert [b["text"] for b in sent["system"]] == [b["text"] for b in preview["system"]]
+    assert sent["messages"] == preview["messages"]

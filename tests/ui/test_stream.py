@@ -53,3 +53,29 @@ def test_every_paragraph_is_shown_once_whatever_the_chunks(cuts):
 
 def test_raw_mode_passes_text_through():
     assert shown([REPLY[:7], REPLY[7:]], rendered=False) == REPLY
+
+
+def test_the_terminal_does_not_echo_while_the_reply_is_drawn_live():
+    """Ctrl-C's echoed ``^C`` (or a typed key) inside the live area wrapped its last line, so
+    the redraw that cleared it left the first line behind and the partial reply showed twice
+    (reproduced in tmux). The keyboard's terminal stops echoing while the reply is drawn."""
+    import os
+    import pty
+    import termios
+
+    main, keys = pty.openpty()
+    try:
+        echo = termios.ECHO | termios.ECHOCTL
+        assert termios.tcgetattr(keys)[3] & echo == echo
+        writer = ReplyWriter(rendered=True, out=io.StringIO(), keys=keys)
+        writer("Second paragraph, still streaming")
+        assert termios.tcgetattr(keys)[3] & echo == 0
+        writer.finish()  # after Ctrl-C as after the end of the reply
+        assert termios.tcgetattr(keys)[3] & echo == echo
+        raw = ReplyWriter(rendered=False, out=io.StringIO(), keys=keys)
+        raw("piped text is not drawn live")
+        assert termios.tcgetattr(keys)[3] & echo == echo
+        raw.finish()
+    finally:
+        os.close(main)
+        os.close(keys)

@@ -90,13 +90,17 @@ class Context:
         return "\n\n".join(s.render() for s in self.sections if s.name in STABLE)
 
     def volatile_text(self) -> str:
-        """The other sections, then ``---`` and the message."""
+        """The other sections, then ``---`` and the message (the message alone when there
+        is no section at all: no separator with nothing above it)."""
+        if not self.sections:
+            return self.message
         body = "\n\n".join(s.render() for s in self.sections if s.name not in STABLE)
         tail = f"{SEPARATOR}\n{self.message}"
         return f"{body}\n\n{tail}" if body else tail
 
     def text(self) -> str:
-        """The whole injected text: every section, ``---``, then the message."""
+        """The whole injected text: every section, ``---``, then the message (alone when
+        there is no section)."""
         stable = self.stable_text()
         return f"{stable}\n\n{self.volatile_text()}" if stable else self.volatile_text()
 

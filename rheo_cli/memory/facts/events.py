@@ -83,6 +83,22 @@ def append(
     return cur.lastrowid
 
 
+def pinned_on_request(
+    conn: sqlite3.Connection, *, item_id: int, profile: str, ts: str, source_turn_id: int | None
+) -> int:
+    """Append the ``pinned`` event of an item pinned because the person asked to always
+    remember it (with the fact written or said again); returns its id."""
+    return append(
+        conn,
+        item_id=item_id,
+        profile=profile,
+        ts=ts,
+        kind="pinned",
+        cause="the person asked to always remember it",
+        source_turn_id=source_turn_id,
+    )
+
+
 def history(conn: sqlite3.Connection, profile: str, item_id: int) -> list[Event]:
     """Every event of an item, oldest first."""
     rows = conn.execute(

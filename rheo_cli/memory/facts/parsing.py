@@ -22,8 +22,8 @@ from ..store.errors import InvalidInput
 from ..store.timeutil import parse_instant, to_stored
 from ..text import language
 from .equivalence import topic_key
+from .fact import LABEL_MAX, Fact
 from .items import CATEGORIES
-from .remember import LABEL_MAX, Fact
 from .scope import read_scope
 
 MAX_FACTS = 3

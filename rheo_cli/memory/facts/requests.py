@@ -25,8 +25,9 @@ from ..store.errors import EngineError
 from ..store.settings import Settings
 from . import curation
 from .equivalence import content_words, similar, topic_key
+from .fact import LABEL_MAX
 from .items import search_items
-from .remember import LABEL_MAX, Fact, remember
+from .remember import Fact, remember
 from .scope import assistant_of_turn
 
 REQUEST_CONFIDENCE = 0.9

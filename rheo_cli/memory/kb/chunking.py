@@ -45,7 +45,9 @@ def _pieces(text: str, limit: int) -> list[str]:
 def chunk_document(text: str, *, markdown: bool = True, limit: int = CHUNK_CHARS) -> list[Chunk]:
     """The chunks of a document, in order. Markdown is cut at headings (``#`` lines outside
     code fences), each section further cut to at most ``limit`` characters; plain text is cut
-    by size alone. Blank sections give no chunk."""
+    by size alone. A heading with nothing under it (neither text nor a deeper heading) gives a
+    chunk of its own title, so a document of headings alone is searchable; a blank section
+    under a heading with deeper ones gives none."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not markdown:
         return [Chunk("", p) for p in _pieces(text, limit)]
@@ -54,9 +56,13 @@ def chunk_document(text: str, *, markdown: bool = True, limit: int = CHUNK_CHARS
     body: list[str] = []
     in_fence = False
 
-    def flush() -> None:
+    def flush(next_level: int) -> None:
         heading = " > ".join(title for _, title in path)
-        for piece in _pieces("\n".join(body), limit):
+        pieces = _pieces("\n".join(body), limit)
+        if not pieces and path and next_level <= path[-1][0]:
+            # A heading with nothing under it (no text, no deeper heading) is text too.
+            pieces = _pieces(path[-1][1], limit)
+        for piece in pieces:
             chunks.append(Chunk(heading, piece))
         body.clear()
 
@@ -65,11 +71,11 @@ def chunk_document(text: str, *, markdown: bool = True, limit: int = CHUNK_CHARS
             in_fence = not in_fence
         match = None if in_fence else _HEADING.match(line)
         if match:
-            flush()
             level = len(match.group(1))
+            flush(level)
             path[:] = [(lv, t) for lv, t in path if lv < level]
             path.append((level, match.group(2).strip()))
             continue
         body.append(line)
-    flush()
+    flush(0)
     return chunks

@@ -16,8 +16,9 @@ from ..store.db import write
 from ..store.timeutil import to_stored
 
 RECENT_SESSIONS = 8
-"""How many of a profile's newest sessions are looked at (older ones were closed by the next
-session's first turn, which queued their digest, or are left to ``rheo maintain``)."""
+"""How many of a profile's newest sessions (by their last turn's time) are looked at (older
+ones were closed by the next session's first turn, which queued their digest, or are left to
+``rheo maintain``)."""
 
 QUICK_WAIT_S = 0.25
 """How long (seconds) queueing waits for another process's write lock before giving up: it
@@ -25,7 +26,7 @@ is opportunistic and must never hold up the command that triggered it."""
 
 RECENT_UNDIGESTED = (
     "SELECT s.id FROM (SELECT id, profile, last_turn_at FROM sessions WHERE profile = ? "
-    "ORDER BY id DESC LIMIT ?) s WHERE s.last_turn_at < ? "
+    "ORDER BY last_turn_at DESC, id DESC LIMIT ?) s WHERE s.last_turn_at < ? "
     "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
     "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id "
     "AND t.source_key IS NOT NULL) "

@@ -1,6 +1,9 @@
 """Sessions, detected by rheo itself (Rheo article §03): a turn more than the gap (default 2 hours)
-after
-the previous turn of the same profile opens a new session."""
+after the previous turn of the same profile opens a new session.
+
+"Previous", "latest" and "current" follow time (``ts``), not the order rows were written, and
+only rheo's own turns count: an imported past conversation is never the current or the
+previous session, however recently it was imported."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..store.errors import NotFound
-from ..store.timeutil import from_stored
+from ..store.timeutil import from_stored, to_stored
 
 DEFAULT_GAP_S = 2 * 3600.0
 """The default session gap, in seconds."""
@@ -19,8 +22,8 @@ DEFAULT_GAP_S = 2 * 3600.0
 @dataclass(frozen=True)
 class Session:
     """A session row: times are stored UTC text; ``turns`` counts its turns. ``id`` is unique
-    in the store; ``number`` is what the person sees: 1, 2, 3... within the profile (0 when the
-    query did not compute it)."""
+    in the store; ``number`` is what the person sees (``s3``): 1, 2, 3... within the profile,
+    given when the session opens and never recomputed (a purged session leaves a gap)."""
 
     id: int
     profile: str
@@ -48,34 +51,74 @@ def _row(row: sqlite3.Row) -> Session:
         started_at=row["started_at"],
         last_turn_at=row["last_turn_at"],
         turns=row["turns"],
-        number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
+        number=row["number"] or 0,
     )
 
 
-_NUMBERED = "SELECT *, ROW_NUMBER() OVER (ORDER BY id) AS number FROM sessions WHERE profile = ?"
-"""Sessions of one profile with their per-profile number (sessions are never deleted, so a
-number, once shown, keeps meaning the same session)."""
+OWN_TURNS = "source_key IS NULL"
+"""Turns rheo itself wrote (and sessions holding them): imported history (a ``source_key``,
+migration m008) is the past of another tool and never the current or previous session."""
+
+
+def _session_of(conn: sqlite3.Connection, row: Any) -> Session | None:
+    if row is None:
+        return None
+    found = conn.execute("SELECT * FROM sessions WHERE id = ?", (row[0],)).fetchone()
+    return _row(found) if found else None
 
 
 def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
-    """The profile's most recent session, or None if it has none."""
+    """The profile's most recent session in time — the one holding its latest turn (by
+    ``ts``, then id) — or None if it has none. Sessions of imported history are left out."""
     row = conn.execute(
-        "SELECT * FROM sessions WHERE profile = ? ORDER BY id DESC LIMIT 1", (profile,)
+        f"SELECT session_id FROM turns WHERE profile = ? AND {OWN_TURNS} "
+        "ORDER BY ts DESC, id DESC LIMIT 1",
+        (profile,),
     ).fetchone()
-    return _row(row) if row else None
+    return _session_of(conn, row)
+
+
+def session_near(
+    conn: sqlite3.Connection, profile: str, ts: str, *, imported: bool = False
+) -> Session | None:
+    """The session a turn at stored UTC time ``ts`` would continue: the one holding the
+    profile's latest turn at or before ``ts`` (by time, then id), else its earliest turn after
+    it (a clock set back); None for a profile with no turns. ``imported``: count imported
+    history too (an import continuing its own conversations); else rheo's own turns only."""
+    own = "" if imported else f" AND {OWN_TURNS}"
+    row = conn.execute(
+        f"SELECT session_id FROM turns WHERE profile = ? AND ts <= ?{own} "
+        "ORDER BY ts DESC, id DESC LIMIT 1",
+        (profile, ts),
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            f"SELECT session_id FROM turns WHERE profile = ? AND ts > ?{own} "
+            "ORDER BY ts, id LIMIT 1",
+            (profile, ts),
+        ).fetchone()
+    return _session_of(conn, row)
 
 
 def previous_session(
     conn: sqlite3.Connection, profile: str, before_id: int | None
 ) -> Session | None:
-    """The profile's session just before session ``before_id`` (its latest when None)."""
+    """The profile's session just before session ``before_id`` in time (the one holding the
+    latest turn, other than that session's, at or before its start; its latest session when
+    None). Sessions of imported history are never the previous session."""
     if before_id is None:
         return latest_session(conn, profile)
-    row = conn.execute(
-        "SELECT * FROM sessions WHERE profile = ? AND id < ? ORDER BY id DESC LIMIT 1",
-        (profile, before_id),
+    current = conn.execute(
+        "SELECT started_at FROM sessions WHERE id = ? AND profile = ?", (before_id, profile)
     ).fetchone()
-    return _row(row) if row else None
+    if current is None:
+        return None
+    row = conn.execute(
+        f"SELECT session_id FROM turns WHERE profile = ? AND ts <= ? AND session_id != ? "
+        f"AND {OWN_TURNS} ORDER BY ts DESC, id DESC LIMIT 1",
+        (profile, current[0], before_id),
+    ).fetchone()
+    return _session_of(conn, row)
 
 
 def is_open(session: Session, now: datetime, gap_s: float) -> bool:
@@ -97,10 +140,11 @@ def within_gap(started_at: str, last_turn_at: str, now: datetime, gap_s: float) 
 def active_session(
     conn: sqlite3.Connection, profile: str, now: datetime, gap_s: float
 ) -> Session | None:
-    """The session a turn at ``now`` would join, or None if it would open a new one."""
-    latest = latest_session(conn, profile)
-    if latest is not None and is_open(latest, now, gap_s):
-        return latest
+    """The session a turn at ``now`` would join (`session_near`, if still open), or None if
+    it would open a new one."""
+    near = session_near(conn, profile, to_stored(now))
+    if near is not None and is_open(near, now, gap_s):
+        return near
     return None
 
 
@@ -115,9 +159,10 @@ def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Sess
 
 
 def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Session:
-    """The profile's session shown as ``s<number>``; raises NotFound when there is none."""
+    """The profile's session shown as ``s<number>``; raises NotFound when there is none (never
+    existed, or was purged)."""
     row = conn.execute(
-        f"SELECT * FROM ({_NUMBERED}) AS numbered WHERE number = ?", (profile, number)
+        "SELECT * FROM sessions WHERE profile = ? AND number = ?", (profile, number)
     ).fetchone()
     if row is None:
         raise NotFound(f"no session s{number} in profile {profile!r}")
@@ -126,14 +171,16 @@ def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Se
 
 def session_numbers(conn: sqlite3.Connection, profile: str) -> dict[int, int]:
     """``{session id: number shown to the person}`` for every session of ``profile``."""
-    rows = conn.execute(f"SELECT id, number FROM ({_NUMBERED}) AS numbered", (profile,)).fetchall()
+    rows = conn.execute("SELECT id, number FROM sessions WHERE profile = ?", (profile,)).fetchall()
     return {r["id"]: r["number"] for r in rows}
 
 
 def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Session]:
-    """The profile's last ``limit`` sessions, newest first, with their numbers."""
+    """The profile's last ``limit`` sessions, newest first (by their last turn's time, then
+    id: imported past conversations sort by their own dates), with their numbers."""
     rows = conn.execute(
-        f"SELECT * FROM ({_NUMBERED}) AS numbered ORDER BY id DESC LIMIT ?", (profile, limit)
+        "SELECT * FROM sessions WHERE profile = ? ORDER BY last_turn_at DESC, id DESC LIMIT ?",
+        (profile, limit),
     ).fetchall()
     return [_row(r) for r in rows]
 
@@ -153,7 +200,7 @@ def attach_turn(
     ``opened`` when a new session was created, ``closed`` the previous session it ended.
     Raises NotFound when ``session_id`` is not a session of ``profile``.
     """
-    previous = latest_session(conn, profile)
+    previous = session_near(conn, profile, ts)
     if session_id is not None:
         target = get_session(conn, profile, session_id)
         opened, closed = False, None
@@ -165,7 +212,7 @@ def attach_turn(
             (profile, ts, ts),
         )
         assert cur.lastrowid is not None
-        target = Session(cur.lastrowid, profile, ts, ts, 0)
+        target = get_session(conn, profile, cur.lastrowid)  # numbered by the insert trigger
         opened, closed = True, previous
     first = min(target.started_at, ts)
     last = max(target.last_turn_at, ts)
@@ -173,7 +220,7 @@ def attach_turn(
         "UPDATE sessions SET started_at = ?, last_turn_at = ?, turns = turns + 1 WHERE id = ?",
         (first, last, target.id),
     )
-    updated = Session(target.id, profile, first, last, target.turns + 1)
+    updated = Session(target.id, profile, first, last, target.turns + 1, target.number)
     return updated, opened, closed
 
 

@@ -234,9 +234,10 @@ def get_turns(conn: sqlite3.Connection, profile: str, ids: Iterable[int]) -> lis
 
 
 def recent_turns(conn: sqlite3.Connection, profile: str, limit: int = 20) -> list[Turn]:
-    """The last ``limit`` turns of the profile, oldest first."""
+    """The last ``limit`` turns of the profile in time (by ``ts``, then id: imported history
+    sorts by its own dates), oldest first."""
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? ORDER BY id DESC LIMIT ?",
+        f"SELECT {_COLUMNS} FROM turns WHERE profile = ? ORDER BY ts DESC, id DESC LIMIT ?",
         (profile, limit),
     ).fetchall()
     return [_row_to_turn(r) for r in reversed(rows)]
@@ -361,10 +362,9 @@ def profile_size(conn: sqlite3.Connection, profile: str) -> int:
 
 
 def term_frequency(conn: sqlite3.Connection, profile: str, term: str, cap: int) -> list[int]:
-    """Rowids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``.
-    On PostgreSQL the tenant's row-level security scopes the read."""
+    """Rowids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``."""
     if dialect(conn) == "postgres":
-        return pgsearch.word_turn_ids(conn, [term], cap)
+        return pgsearch.word_turn_ids(conn, profile, [term], cap)
     plain = conn.cursor()
     plain.row_factory = None
     plain.execute(
@@ -379,7 +379,7 @@ def newest_matching(conn: sqlite3.Connection, profile: str, expr: str, limit: in
     by OR), newest first."""
     if dialect(conn) == "postgres":
         terms = re.findall(r'"(?:[^"]|"")*"\*?', expr)
-        return pgsearch.newest_word_turn_ids(conn, terms, limit)
+        return pgsearch.newest_word_turn_ids(conn, profile, terms, limit)
     plain = conn.cursor()
     plain.row_factory = None
     plain.execute(
@@ -446,7 +446,7 @@ def _cjk_search(
     plain.row_factory = None
     for run in dict.fromkeys(runs):
         if len(run) >= 3 and dialect(conn) == "postgres":
-            found = set(pgsearch.cjk_turn_ids(conn, run, 5000))
+            found = set(pgsearch.cjk_turn_ids(conn, profile, run, 5000))
             ids = found if ids is None else ids & found
             continue
         if len(run) >= 3:
@@ -485,17 +485,18 @@ def last_turn_ids(turns: Sequence[Turn]) -> list[int]:
 def unanswered_question(conn: sqlite3.Connection, profile: str) -> Turn | None:
     """The profile's last user turn when its reply failed (an ``error`` turn follows it, or no
     turn at all), to be sent again without storing it twice; None when it was answered (or
-    interrupted by the person) or there is no question."""
+    interrupted by the person) or there is no question. Imported history is not looked at."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM turns WHERE profile = ? AND role = 'user' "
-        "ORDER BY id DESC LIMIT 1",
+        "AND source_key IS NULL ORDER BY id DESC LIMIT 1",
         (profile,),
     ).fetchone()
     if row is None:
         return None
     question = _row_to_turn(row)
     reply = conn.execute(
-        "SELECT status FROM turns WHERE profile = ? AND id > ? ORDER BY id DESC LIMIT 1",
+        "SELECT status FROM turns WHERE profile = ? AND id > ? AND source_key IS NULL "
+        "ORDER BY id DESC LIMIT 1",
         (profile, question.id),
     ).fetchone()
     if reply is None or reply["status"] == "error":

@@ -9,6 +9,7 @@ simply not a time expression. No model call.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -100,6 +101,31 @@ def _number(word: str) -> int:
     return int(word) if word.isdigit() else NUMBERS.get(word, 1)
 
 
+def _ago(
+    m: re.Match[str], today: datetime, add: Callable[[datetime, datetime, re.Match[str]], None]
+) -> None:
+    """``2 weeks ago``: a window around that day (month, year). Raises OverflowError or
+    ValueError for a time before year 1."""
+    n, unit = _number(m.group(1)), m.group(2)
+    month_start = today.replace(day=1)
+    year_start = today.replace(month=1, day=1)
+    if unit == "day":
+        center = today - timedelta(days=n)
+        add(center - timedelta(days=1), center + timedelta(days=2), m)
+    elif unit == "week":
+        center = today - timedelta(weeks=n)
+        add(center - timedelta(days=4), center + timedelta(days=4), m)
+    elif unit == "month":
+        start = _add_months(month_start, -n)
+        add(start - timedelta(days=10), _add_months(start, 1) + timedelta(days=10), m)
+    else:
+        add(
+            year_start.replace(year=year_start.year - n),
+            year_start.replace(year=year_start.year - n + 1),
+            m,
+        )
+
+
 def resolve(message: str, now: datetime) -> list[TimeRange]:
     """Every time expression found in ``message``, resolved against ``now`` (aware)."""
     text = message.lower()
@@ -140,22 +166,10 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
         else:
             add(year_start.replace(year=year_start.year - 1), year_start, m)
     for m in re.finditer(rf"\b({_NUM_RE}) (day|week|month|year)s? ago\b", text):
-        n, unit = _number(m.group(1)), m.group(2)
-        if unit == "day":
-            center = today - timedelta(days=n)
-            add(center - timedelta(days=1), center + timedelta(days=2), m)
-        elif unit == "week":
-            center = today - timedelta(weeks=n)
-            add(center - timedelta(days=4), center + timedelta(days=4), m)
-        elif unit == "month":
-            start = _add_months(month_start, -n)
-            add(start - timedelta(days=10), _add_months(start, 1) + timedelta(days=10), m)
-        else:
-            add(
-                year_start.replace(year=year_start.year - n),
-                year_start.replace(year=year_start.year - n + 1),
-                m,
-            )
+        try:
+            _ago(m, today, add)
+        except (OverflowError, ValueError):  # before year 1: not a time rheo can hold
+            continue
     for m in re.finditer(rf"\b(?:(last|this|on|next) )?({_DAY_RE})\b", text):
         qualifier, name = m.group(1), m.group(2)
         if name in ("sun", "sat", "wed", "mar", "may") and not qualifier:
@@ -212,6 +226,17 @@ _UNIT_DAYS = {"day": 1, "week": 7}
 
 
 def future_date(expression: str, now: datetime) -> datetime | None:
+    """The day a deadline written by a person means, looking forward from ``now`` (aware):
+    midnight of that day in ``now``'s zone, or None when the words are not a date — also
+    when it falls outside the years 1-9999 a date can hold (``in 99999999 weeks``). See
+    `_future_date` for what is understood."""
+    try:
+        return _future_date(expression, now)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _future_date(expression: str, now: datetime) -> datetime | None:
     """The day a deadline written by a person means, looking forward from ``now`` (aware):
     midnight of that day in ``now``'s zone, or None when the words are not a date.
 

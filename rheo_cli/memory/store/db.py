@@ -64,6 +64,10 @@ def open_store(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> 
             migrate(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
+        if "readonly" in str(exc).lower():  # e.g. its folder: the -wal/-shm files cannot be made
+            raise StoreError(
+                f"cannot open {db_path}: it or its folder is read-only ({exc})"
+            ) from exc
         raise StoreError(f"{db_path} is not a usable rheo database: {exc}") from exc
     except StoreError:
         conn.close()

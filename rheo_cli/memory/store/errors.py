@@ -11,6 +11,10 @@ class StoreError(EngineError):
     """The database cannot be opened, is from a newer rheo, or is damaged."""
 
 
+class NewerStore(StoreError):
+    """The database was written by a newer rheo (a higher schema version): left untouched."""
+
+
 class NotFound(EngineError):
     """A turn, session, memory item or digest id does not exist in this profile."""
 

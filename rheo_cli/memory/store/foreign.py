@@ -1,10 +1,22 @@
 """Reading another tool's SQLite history, read-only: the ``llm`` command-line tool's
-``logs.db`` (its ``conversations`` and ``responses`` tables, as written by llm 0.x before the
-0.32 message store). The file is opened with ``mode=ro``: rheo never writes to it."""
+``logs.db``. Two schemas, both read:
+
+- the message store of llm 0.32 and later (migration m023): ``threads`` (a conversation),
+  ``turns`` (one model call: ``parent_message_hash`` is the last message it was given,
+  ``tip_message_hash`` the last one it appended), ``messages`` (content-addressed, each with
+  its ``parent_hash`` and ``role``), ``parts`` (a message's text parts; text that borrows a
+  fragment is a ``text_ref`` payload of literals and ``fragments`` ids);
+- the legacy ``responses`` and ``conversations`` tables (llm 0.4 to 0.31; kept by later
+  versions, which no longer write them). A legacy row whose id is also a turn is the same
+  exchange and is read once, from the turn (as ``llm logs`` does).
+
+The file is opened with ``mode=ro``: rheo never writes to it."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +26,20 @@ LLM_COLUMNS = ("id", "model", "prompt", "response", "conversation_id", "datetime
 """Columns of llm's ``responses`` table an import reads; all must exist."""
 
 
-def read_llm_responses(path: str | Path) -> list[dict[str, Any]]:
-    """Every logged prompt/response of an llm ``logs.db``, oldest first (by ``datetime_utc``,
-    then row order): dicts with `LLM_COLUMNS` plus ``conversation_name`` (or None).
+TURN_COLUMNS = ("id", "thread_id", "parent_message_hash", "tip_message_hash", "model")
+"""Columns of llm's ``turns`` table (message store) an import reads, with ``datetime_utc``."""
 
-    Raises InvalidInput when the file is not an SQLite database or lacks the
-    ``responses`` table or one of its columns (naming what is missing)."""
+
+def read_llm_responses(path: str | Path) -> list[dict[str, Any]]:
+    """Every logged prompt/response of an llm ``logs.db``, from the message store and the
+    legacy table alike, oldest first (by ``datetime_utc``, then the order they were logged):
+    dicts with `LLM_COLUMNS` (for a turn ``conversation_id`` is its thread, ``prompt`` the
+    text of the person's message(s) it answered, ``response`` the text it appended) plus
+    ``conversation_name`` (or None) and ``row_order`` (the row's number in its table).
+
+    Raises InvalidInput when the file is not an SQLite database, has neither a ``turns`` nor
+    a ``responses`` table, lacks a column rheo reads, or a turn names a message that is not
+    there (naming what is missing)."""
     uri = Path(path).resolve().as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True)
@@ -28,24 +48,152 @@ def read_llm_responses(path: str | Path) -> list[dict[str, Any]]:
     conn.row_factory = sqlite3.Row
     try:
         try:
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(responses)").fetchall()}
+            columns = _columns(conn, "responses")
         except sqlite3.DatabaseError as exc:
             raise InvalidInput(f"{path} is not an SQLite database: {exc}") from None
-        if not columns:
-            raise InvalidInput(f"{path} has no 'responses' table: not an llm logs.db")
-        missing = [c for c in LLM_COLUMNS if c not in columns]
-        if missing:
-            raise InvalidInput(f"{path}: table 'responses' lacks column(s) {', '.join(missing)}")
-        has_names = bool(conn.execute("PRAGMA table_info(conversations)").fetchall())
-        name = "c.name" if has_names else "NULL"
-        join = "LEFT JOIN conversations c ON c.id = r.conversation_id" if has_names else ""
-        rows = conn.execute(
-            f"SELECT r.rowid AS row_order, r.id, r.model, r.prompt, r.response, "
-            f"r.conversation_id, r.datetime_utc, {name} AS conversation_name "
-            f"FROM responses r {join} ORDER BY r.datetime_utc, r.rowid"
-        ).fetchall()
-        return [dict(r) for r in rows]
+        turn_columns = _columns(conn, "turns")
+        has_store = {*TURN_COLUMNS, "datetime_utc"} <= turn_columns and bool(
+            _columns(conn, "messages") and _columns(conn, "parts")
+        )
+        if not columns and not has_store:
+            raise InvalidInput(
+                f"{path} has no 'responses' table and no message store "
+                "('turns', 'messages', 'parts'): not an llm logs.db"
+            )
+        rows = _turn_rows(conn, path) if has_store else []
+        if columns:
+            missing = [c for c in LLM_COLUMNS if c not in columns]
+            if missing:
+                raise InvalidInput(
+                    f"{path}: table 'responses' lacks column(s) {', '.join(missing)}"
+                )
+            taken = {r["id"] for r in rows}
+            rows += [r for r in _legacy_rows(conn) if r["id"] not in taken]
+        rows.sort(key=_logged_at)
+        for row in rows:
+            row.pop("_turn", None)
+        return rows
     except sqlite3.DatabaseError as exc:
         raise InvalidInput(f"cannot read {path}: {exc}") from None
     finally:
         conn.close()
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})").fetchall()}
+
+
+def _logged_at(row: dict[str, Any]) -> tuple[datetime, int, int]:
+    """Sort key: the row's time (an unreadable one first: the parser names it), then turns
+    before legacy rows, then row order."""
+    value = row["datetime_utc"]
+    moment = datetime.min.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            moment = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+    return (moment, 0 if row.get("_turn") else 1, int(row["row_order"] or 0))
+
+
+def _legacy_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    has_names = bool(_columns(conn, "conversations"))
+    name = "c.name" if has_names else "NULL"
+    join = "LEFT JOIN conversations c ON c.id = r.conversation_id" if has_names else ""
+    rows = conn.execute(
+        f"SELECT r.rowid AS row_order, r.id, r.model, r.prompt, r.response, "
+        f"r.conversation_id, r.datetime_utc, {name} AS conversation_name "
+        f"FROM responses r {join} ORDER BY r.datetime_utc, r.rowid"
+    ).fetchall()
+    return [dict(r) for r in rows]
+
+
+def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any]]:
+    """The message store's turns as rows shaped like the legacy ones."""
+    messages = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute("SELECT hash, parent_hash, role FROM messages").fetchall()
+    }
+    texts: dict[str, list[tuple[int, Any, Any]]] = {}
+    for r in conn.execute(
+        "SELECT message_hash, position, text, payload FROM parts WHERE type = 'text' "
+        "ORDER BY message_hash, position"
+    ).fetchall():
+        texts.setdefault(r[0], []).append((r[1], r[2], r[3]))
+    has_threads = bool(_columns(conn, "threads"))
+    name = "th.name" if has_threads else "NULL"
+    join = "LEFT JOIN threads th ON th.id = t.thread_id" if has_threads else ""
+    fragments: dict[int, str] = {}
+
+    def fragment(ident: Any) -> str:
+        if ident not in fragments:
+            found = conn.execute("SELECT content FROM fragments WHERE id = ?", (ident,))
+            row = found.fetchone()
+            fragments[ident] = str(row[0]) if row is not None and row[0] is not None else ""
+        return fragments[ident]
+
+    def text_of(message: str, here: str) -> str:
+        out = []
+        for _, literal, payload in texts.get(message, []):
+            if literal is not None:
+                out.append(str(literal))
+                continue
+            try:
+                data = json.loads(payload) if payload else {}
+            except ValueError:
+                raise InvalidInput(
+                    f"{here}: a text part of message {message} is not JSON"
+                ) from None
+            if isinstance(data.get("text"), str):
+                out.append(data["text"])
+            for piece in data.get("text_ref") or []:
+                if isinstance(piece, dict):
+                    literal = piece.get("literal")
+                    out.append(
+                        literal if isinstance(literal, str) else fragment(piece.get("fragment"))
+                    )
+        return "".join(out)
+
+    rows = []
+    for r in conn.execute(
+        f"SELECT t.rowid AS row_order, t.id, t.model, t.thread_id, t.parent_message_hash, "
+        f"t.tip_message_hash, t.datetime_utc, {name} AS conversation_name "
+        f"FROM turns t {join} ORDER BY t.datetime_utc, t.rowid"
+    ).fetchall():
+        here = f"{path}: turn {r['id']!r}"
+        parent, tip = r["parent_message_hash"], r["tip_message_hash"]
+        appended: list[str] = []
+        at = tip
+        while at is not None and at != parent:  # what the turn appended: tip back to parent
+            if at not in messages:
+                raise InvalidInput(f"{here}: message {at} is not in the log")
+            if messages[at][1] == "assistant":
+                appended.append(at)
+            at = messages[at][0]
+        given: list[str] = []
+        at = parent
+        while at is not None:  # the person's input: the run of user/tool messages it answered
+            if at not in messages:
+                raise InvalidInput(f"{here}: message {at} is not in the log")
+            up, role = messages[at]
+            if role not in ("user", "tool"):
+                break
+            if role == "user":
+                given.append(at)
+            at = up
+        rows.append(
+            {
+                "row_order": r["row_order"],
+                "id": r["id"],
+                "model": r["model"],
+                "prompt": "".join(text_of(m, here) for m in reversed(given)),
+                "response": "".join(text_of(m, here) for m in reversed(appended)),
+                "conversation_id": r["thread_id"],
+                "datetime_utc": r["datetime_utc"],
+                "conversation_name": r["conversation_name"],
+                "_turn": True,
+            }
+        )
+    return rows

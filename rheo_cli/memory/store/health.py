@@ -47,7 +47,7 @@ FTS_INDEXES: dict[str, tuple[str, str, str]] = {
     ),
 }
 """Each FTS5 index: its content table, indexed columns and tokenizer. ``turns_cjk`` holds only
-turns written in scripts without spaces (see `migrations.m004_trigram_index`)."""
+turns written in scripts without spaces (see `migrations.v004_006.m004_trigram_index`)."""
 
 
 def _one_line(exc: BaseException) -> str:

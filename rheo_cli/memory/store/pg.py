@@ -25,6 +25,7 @@ psycopg is imported only here (the engine is otherwise standard library only).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import threading
@@ -164,9 +165,11 @@ class PgCursor:
 
     def __init__(self, owner: PgConnection) -> None:
         self._owner = owner
-        self._cur = owner.raw.cursor(row_factory=_named_rows)
         self.lastrowid: int | None = None
         self._plain = False
+        if owner.lost and not owner.in_transaction and owner.can_reconnect:
+            owner.reconnect()
+        self._cur = owner.raw.cursor(row_factory=_named_rows) if not owner.lost else None
 
     @property
     def row_factory(self) -> object:
@@ -176,29 +179,62 @@ class PgCursor:
     @row_factory.setter
     def row_factory(self, value: object) -> None:
         self._plain = value is None
-        self._cur.row_factory = _plain_rows if self._plain else _named_rows
+        if self._cur is not None:
+            self._cur.row_factory = _plain_rows if self._plain else _named_rows
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
         """Run one statement (``?`` parameters); raises the matching sqlite3 error."""
         import psycopg
 
         text, returns_id = translate(sql, bool(params))
-        if text.strip().upper() == "BEGIN IMMEDIATE":
+        verb = text.strip().upper()
+        if verb == "BEGIN IMMEDIATE":
             self._owner.begin()
             return self
+        if verb == "COMMIT":
+            self._owner.commit()
+            return self
+        if verb == "ROLLBACK":
+            self._owner.rollback()
+            return self
+        owner = self._owner
+        if owner.lost and not owner.in_transaction:
+            owner.reconnect()
+            self._renew()
+        if self._cur is None:
+            raise sqlite3.OperationalError("the PostgreSQL connection dropped during a write")
         try:
             self._cur.execute(text, tuple(params) if params else None)
         except psycopg.Error as exc:
-            raise _as_sqlite_error(exc) from exc
+            if not owner.dropped(exc) or owner.transaction_lost:
+                raise _as_sqlite_error(exc) from exc
+            owner.reconnect()  # outside a transaction nothing was done: once more, anew
+            self._renew()
+            assert self._cur is not None
+            try:
+                self._cur.execute(text, tuple(params) if params else None)
+            except psycopg.Error as again:
+                raise _as_sqlite_error(again) from again
         if returns_id:
             row = self._cur.fetchone()
             self.lastrowid = int(row[0]) if row else None
         return self
 
+    def _renew(self) -> None:
+        """A cursor of the owner's new connection, with the same row shape."""
+        plain = self._plain
+        self._cur = self._owner.raw.cursor(row_factory=_named_rows)
+        self.row_factory = None if plain else Row
+
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> PgCursor:
         """Run one statement once per parameter tuple (in one round trip when possible)."""
         import psycopg
 
+        if self._owner.lost and not self._owner.in_transaction:
+            self._owner.reconnect()
+            self._renew()
+        if self._cur is None:
+            raise sqlite3.OperationalError("the PostgreSQL connection dropped during a write")
         text, returns_id = translate(sql, True)
         if returns_id:
             text = text[: -len(" RETURNING id")]
@@ -210,19 +246,19 @@ class PgCursor:
 
     def fetchone(self) -> Any:
         """The next row, or None."""
-        if self._cur.description is None:
+        if self._cur is None or self._cur.description is None:
             return None
         return self._cur.fetchone()
 
     def fetchall(self) -> list[Any]:
         """Every remaining row."""
-        if self._cur.description is None:
+        if self._cur is None or self._cur.description is None:
             return []
         return list(self._cur.fetchall())
 
     def fetchmany(self, size: int = 1) -> list[Any]:
         """Up to ``size`` more rows."""
-        if self._cur.description is None:
+        if self._cur is None or self._cur.description is None:
             return []
         return list(self._cur.fetchmany(size))
 
@@ -232,16 +268,17 @@ class PgCursor:
     @property
     def rowcount(self) -> int:
         """Rows changed by the last INSERT/UPDATE/DELETE (-1 when unknown)."""
-        return int(self._cur.rowcount)
+        return int(self._cur.rowcount) if self._cur is not None else -1
 
     @property
     def description(self) -> Any:
         """Column descriptions of the last query (name first), or None."""
-        return self._cur.description
+        return self._cur.description if self._cur is not None else None
 
     def close(self) -> None:
         """Release the cursor."""
-        self._cur.close()
+        if self._cur is not None:
+            self._cur.close()
 
 
 class PgConnection:
@@ -253,18 +290,85 @@ class PgConnection:
 
     dialect = DIALECT
 
-    def __init__(self, raw: Any, tenant: str) -> None:
+    def __init__(self, raw: Any, tenant: str, *, url: str | None = None) -> None:
         self.raw = raw
         self.tenant = tenant
         self.row_factory: object = Row
         self._lock = threading.RLock()
+        self._url = url
+        self.transaction_lost = False
+        """True when the connection dropped inside a transaction: its work is gone, and the
+        engine's ROLLBACK (or COMMIT, which then raises) ends it before anything else runs."""
 
     @property
     def in_transaction(self) -> bool:
-        """True between BEGIN and COMMIT/ROLLBACK (or in a failed transaction)."""
+        """True between BEGIN and COMMIT/ROLLBACK (or in a failed transaction, or one whose
+        connection dropped and was not yet rolled back)."""
         import psycopg
 
-        return bool(self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE)
+        if self.transaction_lost:
+            return True
+        if self.raw.closed:
+            return False
+        status = self.raw.info.transaction_status
+        return bool(
+            status not in (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.UNKNOWN)
+        )
+
+    @property
+    def lost(self) -> bool:
+        """True when the server ended the connection (restart, ``pg_terminate_backend``, an
+        idle timeout, a network cut)."""
+        return bool(self.raw.closed or self.raw.broken)
+
+    def dropped(self, exc: BaseException) -> bool:
+        """True when ``exc`` came from the connection dropping (rather than from the
+        statement); a drop inside a transaction marks it lost (`transaction_lost`)."""
+        import psycopg
+
+        if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return False
+        if not self.lost:
+            return False
+        if self._began:
+            self.transaction_lost = True
+        return self._url is not None
+
+    _began = False
+
+    @property
+    def can_reconnect(self) -> bool:
+        """True when the connection knows its URL (opened by `connect`)."""
+        return self._url is not None
+
+    def reconnect(self) -> None:
+        """Open a new connection to the same store for the same tenant (the tenant role and
+        ``rheo.tenant`` set again), replacing the dropped one. Raises sqlite3.OperationalError
+        (one line) when the server cannot be reached."""
+        if self._url is None:
+            raise sqlite3.OperationalError("the PostgreSQL connection was closed")
+        import psycopg
+
+        from . import pg_schema
+
+        with self._lock:
+            with contextlib.suppress(psycopg.Error):
+                self.raw.close()
+            try:
+                raw = psycopg.connect(self._url, autocommit=True, connect_timeout=10)
+            except psycopg.Error as exc:
+                raise sqlite3.OperationalError(
+                    f"PostgreSQL is not reachable: {_one_line(exc)}"
+                ) from None
+            raw.adapters.register_loader("numeric", _numeric_loader())
+            self.raw = raw
+            try:
+                pg_schema.enter_tenant_role(self)
+                raw.execute("SELECT set_config('rheo.tenant', %s, false)", (self.tenant,))
+            except psycopg.Error as exc:
+                raise _as_sqlite_error(exc) from exc
+            self.transaction_lost = False
+            self._began = False
 
     def cursor(self) -> PgCursor:
         """A new cursor (rows by name; set ``row_factory = None`` for plain tuples)."""
@@ -287,31 +391,63 @@ class PgConnection:
         interleave with another connection's, as under SQLite's ``BEGIN IMMEDIATE``."""
         import psycopg
 
-        try:
-            self.raw.execute("BEGIN")
-            self.raw.execute(
-                "SELECT pg_advisory_xact_lock(hashtext('rheo:' || %s))", (self.tenant,)
-            )
-        except psycopg.Error as exc:
-            raise _as_sqlite_error(exc) from exc
+        if self.lost:
+            self.reconnect()  # a new transaction: nothing of the old connection is pending
+        for attempt in (1, 2):
+            try:
+                self.raw.execute("BEGIN")
+                self.raw.execute(
+                    "SELECT pg_advisory_xact_lock(hashtext('rheo:' || %s))", (self.tenant,)
+                )
+            except psycopg.Error as exc:
+                if attempt == 1 and self._url is not None and self.lost:
+                    self.reconnect()  # dropped before anything was written: begin anew
+                    continue
+                raise _as_sqlite_error(exc) from exc
+            self._began = True
+            return
 
     def set_tenant(self, tenant: str) -> None:
         """Bind the connection to ``tenant`` (a profile name from configuration): every
         row-level security policy reads it. Raises StoreError inside a transaction."""
         if self.in_transaction:
             raise StoreError("cannot change the tenant inside a transaction")
-        self.raw.execute("SELECT set_config('rheo.tenant', %s, false)", (tenant,))
         self.tenant = tenant
+        if self.lost and self._url is not None:
+            self.reconnect()  # sets the tenant on the new connection
+            return
+        self.raw.execute("SELECT set_config('rheo.tenant', %s, false)", (tenant,))
 
     def commit(self) -> None:
-        """Commit an open transaction (nothing to do in autocommit)."""
+        """Commit an open transaction (nothing to do in autocommit). Raises
+        sqlite3.OperationalError when the connection dropped first: nothing was committed."""
+        import psycopg
+
+        if self.transaction_lost:
+            self.transaction_lost = self._began = False
+            raise sqlite3.OperationalError("the PostgreSQL connection dropped: nothing was stored")
         if self.in_transaction:
-            self.raw.execute("COMMIT")
+            try:
+                self.raw.execute("COMMIT")
+            except psycopg.Error as exc:
+                raise _as_sqlite_error(exc) from exc
+            finally:
+                self._began = False
 
     def rollback(self) -> None:
-        """Roll back an open transaction."""
+        """Roll back an open transaction (one on a dropped connection is already gone)."""
+        import psycopg
+
+        if self.transaction_lost or self.lost:
+            self.transaction_lost = self._began = False
+            return
         if self.in_transaction:
-            self.raw.execute("ROLLBACK")
+            try:
+                self.raw.execute("ROLLBACK")
+            except psycopg.Error as exc:
+                raise _as_sqlite_error(exc) from exc
+            finally:
+                self._began = False
 
     def close(self) -> None:
         """Close the connection (an open transaction is rolled back by the server)."""
@@ -336,7 +472,7 @@ def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnecti
     try:
         import psycopg
     except ImportError:
-        raise StoreError("PostgreSQL needs psycopg: pip install 'rheo-cli[postgres]'") from None
+        raise StoreError("PostgreSQL needs psycopg: install rheo's 'postgres' extra") from None
     from . import pg_schema
 
     try:
@@ -344,7 +480,7 @@ def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnecti
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to PostgreSQL: {_one_line(exc)}") from None
     raw.adapters.register_loader("numeric", _numeric_loader())
-    conn = PgConnection(raw, tenant)
+    conn = PgConnection(raw, tenant, url=url)
     try:
         if migrate_schema:
             pg_schema.migrate(conn)

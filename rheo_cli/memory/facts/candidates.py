@@ -1,0 +1,74 @@
+"""The items a new fact is compared with on the write path: the one a writer names, those on
+its topic, those holding the same content under another topic, and retracted ones.
+
+Every read is scoped by profile; "a scope" is the shared memory (``assistant`` None) or one
+assistant's own.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ..store.errors import NotFound
+from .equivalence import content_key, equivalent, similar
+from .fact import Fact
+from .items import MemoryItem, row_to_item
+
+
+def owner_of_turn(conn: sqlite3.Connection, turn_id: int) -> str:
+    """The profile of ledger turn ``turn_id``; raises NotFound."""
+    row = conn.execute("SELECT profile FROM turns WHERE id = ?", (turn_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"no turn #{turn_id}")
+    return str(row[0])
+
+
+def active_item(conn: sqlite3.Connection, profile: str, item_id: int) -> MemoryItem | None:
+    """Item ``item_id`` when it is an active item of ``profile``, else None."""
+    row = conn.execute(
+        "SELECT * FROM memory_items WHERE id = ? AND profile = ? AND status = 'active'",
+        (item_id, profile),
+    ).fetchone()
+    return None if row is None else row_to_item(row)
+
+
+def on_topic(
+    conn: sqlite3.Connection, profile: str, topic: str, assistant: str | None
+) -> list[MemoryItem]:
+    """Active items of one scope (``assistant``; None: shared) on ``topic``, newest first."""
+    return [
+        row_to_item(r)
+        for r in conn.execute(
+            # coalesce, not `IS ?`: the same on SQLite and PostgreSQL (names are never empty)
+            "SELECT * FROM memory_items WHERE profile = ? AND coalesce(assistant, '') = "
+            "coalesce(?, '') AND topic = ? AND status = 'active' ORDER BY id DESC",
+            (profile, assistant, topic),
+        )
+    ]
+
+
+def same_content(
+    conn: sqlite3.Connection, profile: str, fact: Fact, assistant: str | None
+) -> list[MemoryItem]:
+    """Active items of the scope whose content is the same fact as ``fact`` (by the strict
+    rule, `equivalent`) whatever their topic, oldest first; candidates are found by the
+    stored content key, so this is one indexed-by-profile read."""
+    rows = conn.execute(
+        "SELECT * FROM memory_items WHERE profile = ? AND status = 'active' AND content_key = ? "
+        "AND coalesce(assistant, '') = coalesce(?, '') ORDER BY id",
+        (profile, content_key(fact.label, fact.properties), assistant),
+    ).fetchall()
+    found = [row_to_item(r) for r in rows]
+    return [o for o in found if equivalent(o.label, o.properties, fact.label, fact.properties)]
+
+
+def retracted_like(conn: sqlite3.Connection, profile: str, fact: Fact) -> MemoryItem | None:
+    """A fact of ``profile`` the person retracted that ``fact`` resembles (`similar`), whatever
+    its topic or scope, or None."""
+    for row in conn.execute(
+        "SELECT * FROM memory_items WHERE profile = ? AND status = 'retracted'", (profile,)
+    ):
+        old = row_to_item(row)
+        if similar(old.label, old.properties, fact.label, fact.properties):
+            return old
+    return None

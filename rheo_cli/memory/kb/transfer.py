@@ -1,0 +1,230 @@
+"""The knowledge base in rheo's export format: documents and their chunks as records, and back.
+
+A ``kb_document`` record is one version of a document (source, title, the SHA-256 of its
+text, version, status, times, the key of the version that replaced it); its ``kb_chunk``
+records follow it, in order. Keys are computed from content, like every other record's: a
+document's from its profile, source, version, SHA-256 and time added; a chunk's from its
+document's key and its place — so importing a file twice adds nothing, and a re-export of an
+imported store is the file it came from. Status changes after the export are not merged: a
+document already stored keeps its own status.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..store.errors import InvalidInput
+from ..store.timeutil import from_stored, to_stored
+
+KINDS = ("kb_document", "kb_chunk")
+"""The record types of the knowledge base."""
+
+STATUSES = ("active", "replaced", "removed")
+
+
+def _hash(*parts: Any) -> str:
+    blob = json.dumps(parts, ensure_ascii=True, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("ascii")).hexdigest()[:24]
+
+
+def document_key(r: Any) -> str:
+    """The key of a document version (a row or record with profile, source, version, sha256,
+    added_at)."""
+    return "k" + _hash(r["profile"], r["source"], r["version"], r["sha256"], r["added_at"])
+
+
+def chunk_key(doc_key: str, ordinal: int) -> str:
+    """The key of a document's ``ordinal``-th chunk."""
+    return "c" + _hash(doc_key, ordinal)
+
+
+def has_documents(conn: sqlite3.Connection, profiles: list[str]) -> bool:
+    """True when any of ``profiles`` has a knowledge document (any version)."""
+    return any(
+        conn.execute("SELECT 1 FROM kb_documents WHERE profile = ? LIMIT 1", (p,)).fetchone()
+        for p in profiles
+    )
+
+
+def keys(conn: sqlite3.Connection, profile: str) -> dict[str, int]:
+    """Every stored document and chunk key of ``profile`` -> its row id."""
+    out: dict[str, int] = {}
+    docs: dict[int, str] = {}
+    for r in conn.execute(
+        "SELECT id, profile, source, version, sha256, added_at FROM kb_documents "
+        "WHERE profile = ? ORDER BY id",
+        (profile,),
+    ):
+        docs[r["id"]] = document_key(r)
+        out[docs[r["id"]]] = int(r["id"])
+    for r in conn.execute(
+        "SELECT id, document_id, ordinal FROM kb_chunks WHERE profile = ? ORDER BY id",
+        (profile,),
+    ):
+        if r["document_id"] in docs:
+            out[chunk_key(docs[r["document_id"]], int(r["ordinal"]))] = int(r["id"])
+    return out
+
+
+def export_records(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str, Any]]:
+    """``profile``'s knowledge base as records: each document version (oldest first), then
+    its chunks in order. Read inside the caller's snapshot."""
+    docs = conn.execute(
+        "SELECT * FROM kb_documents WHERE profile = ? ORDER BY id", (profile,)
+    ).fetchall()
+    by_id = {int(r["id"]): document_key(r) for r in docs}
+    for r in docs:
+        key = by_id[int(r["id"])]
+        yield {
+            "type": "kb_document",
+            "key": key,
+            "profile": profile,
+            "source": r["source"],
+            "title": r["title"],
+            "sha256": r["sha256"],
+            "version": int(r["version"]),
+            "status": r["status"],
+            "added_at": r["added_at"],
+            "changed_at": r["changed_at"],
+            "replaced_by": by_id.get(r["replaced_by"]) if r["replaced_by"] is not None else None,
+            "chars": int(r["chars"]),
+        }
+        for c in conn.execute(
+            "SELECT ordinal, heading, content FROM kb_chunks WHERE document_id = ? "
+            "AND profile = ? ORDER BY ordinal",
+            (r["id"], profile),
+        ):
+            yield {
+                "type": "kb_chunk",
+                "key": chunk_key(key, int(c["ordinal"])),
+                "profile": profile,
+                "document": key,
+                "ordinal": int(c["ordinal"]),
+                "heading": c["heading"],
+                "content": c["content"],
+            }
+
+
+def _time(rec: dict[str, Any], line: int, name: str, *, required: bool = True) -> str | None:
+    value = rec.get(name)
+    if value is None and not required:
+        return None
+    try:
+        ok = isinstance(value, str) and to_stored(from_stored(value)) == value
+    except (InvalidInput, ValueError, OverflowError):
+        ok = False
+    if not ok:
+        raise InvalidInput(
+            f"line {line}: {name} {value!r} is not a UTC time as rheo writes it "
+            "(e.g. 2026-11-20T10:00:00.000Z)"
+        )
+    return str(value)
+
+
+def _text(rec: dict[str, Any], line: int, name: str) -> str:
+    value = rec.get(name)
+    if not isinstance(value, str):
+        raise InvalidInput(f"line {line}: a {rec.get('type')} record needs {name} as text")
+    if "\x00" in value:
+        raise InvalidInput(f"line {line}: {name} holds a NUL character")
+    return value
+
+
+def _int(rec: dict[str, Any], line: int, name: str, low: int) -> int:
+    value = rec.get(name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise InvalidInput(f"line {line}: {name} must be a whole number from {low}")
+    return value
+
+
+def import_records(
+    conn: sqlite3.Connection, profile: str, records: Iterable[tuple[int, dict[str, Any]]]
+) -> tuple[dict[str, int], int]:
+    """Write ``profile``'s knowledge-base records (``(line number, record)``, as
+    `export_records` makes them) inside the caller's transaction; records whose key is
+    already stored are skipped. Returns ``(added per kind, already present)``.
+
+    An active version whose text (SHA-256) is the active version here — the same file added
+    to both stores — is already there: it and its chunks are counted as present.
+
+    Raises InvalidInput naming the line of a malformed record, one referring to a document
+    not stored or before it, or an active version of a document that is already active here
+    in a version with other text (remove it first with ``rheo kb remove``)."""
+    known = keys(conn, profile)
+    same: set[str] = set()  # document keys of the file standing for an identical active version
+    added = dict.fromkeys(KINDS, 0)
+    present = 0
+    links: list[tuple[int, int, str]] = []
+    for line, rec in records:
+        key = rec.get("key")
+        if not isinstance(key, str) or not key:
+            raise InvalidInput(f"line {line}: key and profile must be text")
+        if key in known:
+            present += 1
+            continue
+        if rec["type"] == "kb_document":
+            status = rec.get("status")
+            if status not in STATUSES:
+                raise InvalidInput(f"line {line}: status must be one of {', '.join(STATUSES)}")
+            source = _text(rec, line, "source")
+            active = (
+                conn.execute(
+                    "SELECT id, sha256 FROM kb_documents WHERE profile = ? AND source = ? "
+                    "AND status = 'active'",
+                    (profile, source),
+                ).fetchone()
+                if status == "active"
+                else None
+            )
+            if active is not None and active[1] == _text(rec, line, "sha256"):
+                # The same text is active here already (added to both stores): it is there.
+                known[key] = int(active[0])
+                same.add(key)
+                present += 1
+                continue
+            if active is not None:
+                raise InvalidInput(
+                    f"line {line}: knowledge document {source!r} is already active here in "
+                    "another version (rheo kb remove it first)"
+                )
+            new_id = conn.execute(
+                "INSERT INTO kb_documents(profile, source, title, sha256, version, status, "
+                "added_at, changed_at, chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    profile, source, _text(rec, line, "title"), _text(rec, line, "sha256"),
+                    _int(rec, line, "version", 1), status, _time(rec, line, "added_at"),
+                    _time(rec, line, "changed_at", required=False), _int(rec, line, "chars", 0),
+                ),
+            ).fetchone()[0]  # fmt: skip
+            if rec.get("replaced_by") is not None:
+                links.append((int(new_id), line, str(rec["replaced_by"])))
+            added["kb_document"] += 1
+        else:
+            document = rec.get("document")
+            if not isinstance(document, str) or document not in known:
+                raise InvalidInput(f"line {line}: document {document!r} is not a record before it")
+            if document in same:  # a chunk of a version already here: its own chunks stand
+                present += 1
+                continue
+            new_id = conn.execute(
+                "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
+                "VALUES (?, ?, ?, ?, ?) RETURNING id",
+                (
+                    known[document], profile, _int(rec, line, "ordinal", 0),
+                    _text(rec, line, "heading"), _text(rec, line, "content"),
+                ),
+            ).fetchone()[0]  # fmt: skip
+            added["kb_chunk"] += 1
+        known[key] = int(new_id)
+    for doc_id, line, target in links:
+        if target not in known:
+            raise InvalidInput(f"line {line}: replaced_by {target!r} is not in the file")
+        conn.execute(
+            "UPDATE kb_documents SET replaced_by = ? WHERE id = ? AND profile = ?",
+            (known[target], doc_id, profile),
+        )
+    return added, present
