@@ -36,13 +36,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from backends import Stores, add_arguments, database_url  # noqa: E402  (bench/backends.py)
+
 from rheo_cli.memory.context import assemble as context
 from rheo_cli.memory.context.sources import turn_prefix
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.retrieval.baseline import plain_bm25
-from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import StoreError
 from rheo_cli.memory.store.settings import Settings
 from rheo_cli.memory.store.timeutil import to_stored
 from rheo_cli.memory.text.render import entry
@@ -111,13 +113,20 @@ class Store:
 
 
 def build_store(
-    sample: dict[str, Any], folder: Path, settings: Settings, *, turns_only: bool = False
+    sample: dict[str, Any],
+    stores: Stores | Path,
+    settings: Settings,
+    *,
+    turns_only: bool = False,
 ) -> Store:
-    """Write a conversation, its observations and its summaries through the engine; with
-    ``turns_only`` only its turns (a store before extraction has run, or where it failed)."""
+    """Write a conversation, its observations and its summaries through the engine into a
+    fresh store of ``stores`` (a SQLite file or a PostgreSQL schema); with ``turns_only`` only
+    its turns (a store before extraction has run, or where it failed)."""
+    if isinstance(stores, Path):
+        stores = Stores("sqlite", folder=stores)
     conv = sample["conversation"]
     speaker_a = conv.get("speaker_a")
-    conn = db.open_store(folder / f"{sample.get('sample_id', 'conv')}.db")
+    conn = stores.open(str(sample.get("sample_id", "conv")), PROFILE)
     dia_to_turn: dict[str, int] = {}
     session_turn_ids: dict[int, list[int]] = {}
     session_ids: dict[int, int] = {}
@@ -277,57 +286,80 @@ def evaluate(
     settings: Settings,
     *,
     turns_only: bool = False,
+    backend: str = "sqlite",
+    database_url: str | None = None,
+    leakproof_match: bool = False,
 ) -> dict[str, Any]:
-    """Run every method at every budget; return the JSON-able results."""
+    """Run every method at every budget, each conversation in a fresh store on ``backend``
+    (``sqlite``: a file in a temporary folder; ``postgres``: a schema on the server at
+    ``database_url``, dropped at the end); return the JSON-able results."""
     tallies = {(m, b): Tally() for m in ("rheo", "recent", "bm25") for b in budgets}
-    skipped = 0
-    loaded = {"conversations": 0, "turns": 0, "write_s": 0.0}
+    loaded: dict[str, Any] = {"conversations": 0, "turns": 0, "write_s": 0.0, "skipped": 0}
     with tempfile.TemporaryDirectory(prefix="rheo-locomo-") as tmp:
-        for sample in samples:
-            store = build_store(sample, Path(tmp), settings, turns_only=turns_only)
-            loaded["conversations"] += 1
-            loaded["turns"] += store.turns
-            loaded["write_s"] += store.write_s
-            now = store.end + timedelta(days=1)
-            for qa in sample.get("qa") or []:
-                category = qa.get("category")
-                if category == 5 or not isinstance(category, int):
-                    continue
-                wanted = {
-                    store.dia_to_turn[e]
-                    for e in parse_evidence(qa.get("evidence", []))
-                    if e in store.dia_to_turn
-                }
-                if not wanted:
-                    skipped += 1
-                    continue
-                question = str(qa.get("question", ""))
-                for budget in budgets:
-                    for method in ("rheo", "recent", "bm25"):
-                        started = time.perf_counter()
-                        if method == "rheo":
-                            ids, strict, used = rheo_method(store, question, budget, settings, now)
-                        elif method == "recent":
-                            ids, strict, used = recent_baseline(store, question, budget)
-                        else:
-                            ids, strict, used = bm25_baseline(store, question, budget)
-                        elapsed = (time.perf_counter() - started) * 1000
-                        tally = tallies[(method, budget)]
-                        share = len(wanted & ids) / len(wanted)
-                        tally.recall.append(share)
-                        tally.strict.append(len(wanted & strict) / len(wanted))
-                        tally.by_category.setdefault(category, []).append(share)
-                        tally.tokens.append(used)
-                        tally.ms.append(elapsed)
-            store.conn.close()
+        stores = Stores(
+            backend, folder=Path(tmp), url=database_url, leakproof_match=leakproof_match
+        )
+        try:
+            _evaluate_in(samples, budgets, settings, stores, tallies, loaded, turns_only)
+        finally:
+            stores.close()
     results: dict[str, Any] = {m: {} for m in ("rheo", "recent", "bm25")}
     for (method, budget), tally in tallies.items():
         results[method][str(budget)] = tally.to_json()
     return {
         "results": results,
-        "skipped_questions": skipped,
+        "skipped_questions": loaded.pop("skipped"),
         "loaded": {**loaded, "write_s": round(loaded["write_s"], 2)},
+        "backend": backend,
     }
+
+
+def _evaluate_in(
+    samples: list[dict[str, Any]],
+    budgets: tuple[int, ...],
+    settings: Settings,
+    stores: Stores,
+    tallies: dict[tuple[str, int], Tally],
+    loaded: dict[str, Any],
+    turns_only: bool,
+) -> None:
+    for sample in samples:
+        store = build_store(sample, stores, settings, turns_only=turns_only)
+        loaded["conversations"] += 1
+        loaded["turns"] += store.turns
+        loaded["write_s"] += store.write_s
+        now = store.end + timedelta(days=1)
+        for qa in sample.get("qa") or []:
+            category = qa.get("category")
+            if category == 5 or not isinstance(category, int):
+                continue
+            wanted = {
+                store.dia_to_turn[e]
+                for e in parse_evidence(qa.get("evidence", []))
+                if e in store.dia_to_turn
+            }
+            if not wanted:
+                loaded["skipped"] += 1
+                continue
+            question = str(qa.get("question", ""))
+            for budget in budgets:
+                for method in ("rheo", "recent", "bm25"):
+                    started = time.perf_counter()
+                    if method == "rheo":
+                        ids, strict, used = rheo_method(store, question, budget, settings, now)
+                    elif method == "recent":
+                        ids, strict, used = recent_baseline(store, question, budget)
+                    else:
+                        ids, strict, used = bm25_baseline(store, question, budget)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    tally = tallies[(method, budget)]
+                    share = len(wanted & ids) / len(wanted)
+                    tally.recall.append(share)
+                    tally.strict.append(len(wanted & strict) / len(wanted))
+                    tally.by_category.setdefault(category, []).append(share)
+                    tally.tokens.append(used)
+                    tally.ms.append(elapsed)
+        store.conn.close()
 
 
 def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
@@ -354,7 +386,8 @@ def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
             )
     loaded = out["loaded"]
     print(
-        f"\n{loaded['conversations']} conversation(s), {loaded['turns']} turns written in "
+        f"\n{out.get('backend', 'sqlite')}: {loaded['conversations']} conversation(s), "
+        f"{loaded['turns']} turns written in "
         f"{loaded['write_s']} s; {out['skipped_questions']} question(s) without usable evidence"
     )
 
@@ -395,7 +428,15 @@ def main(argv: list[str] | None = None) -> int:
         help="ignore the file's observation and session_summary (no memory items, no digests)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_arguments(parser)
     args = parser.parse_args(argv)
+    url = database_url(args.database_url)
+    if args.backend == "postgres" and not url:
+        print(
+            "locomo: --backend postgres needs --database-url or RHEO_BENCH_DATABASE_URL",
+            file=sys.stderr,
+        )
+        return 2
     try:
         samples = json.loads(args.data.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -417,7 +458,19 @@ def main(argv: list[str] | None = None) -> int:
             print("locomo: --conversations takes 1-5, 6-10 or 1,3,7", file=sys.stderr)
             return 2
         samples = [samples[i - 1] for i in chosen]
-    out = evaluate(samples, budgets, Settings(), turns_only=args.turns_only)
+    try:
+        out = evaluate(
+            samples,
+            budgets,
+            Settings(),
+            turns_only=args.turns_only,
+            backend=args.backend,
+            database_url=url,
+            leakproof_match=args.pg_leakproof_match,
+        )
+    except StoreError as exc:
+        print(f"locomo: {exc}", file=sys.stderr)
+        return 1
     out["budgets"] = list(budgets)
     out["turns_only"] = args.turns_only
     out["conversations"] = args.conversations or "all"

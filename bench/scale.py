@@ -1,6 +1,7 @@
 """Speed at scale: rheo's own work on stores of 10k, 100k and 1M turns, and whole commands.
 
     python bench/scale.py [--size N] [--runs R] [--llm PATH] [--keep DIR] [--json]
+                          [--backend sqlite|postgres] [--database-url URL]
 
 For each size a store is generated (seeded, reproducible) through the engine's bulk write path:
 about 10 turns per session, sessions spread over 5 years, varied lengths and a Zipf-shaped
@@ -15,6 +16,13 @@ vocabulary with names and numbers, a second profile, 10,000 memory items with th
   (``pip install llm llm-anthropic``) asking the same server, and the ratio.
 
 Nothing leaves the machine: the model calls go to ``tests/fakeapi.py`` on 127.0.0.1.
+
+``--backend postgres`` builds each store in a fresh schema on the PostgreSQL server at
+``--database-url`` (or $RHEO_BENCH_DATABASE_URL / $RHEO_TEST_DATABASE_URL; see
+``bench/backends.py``), through the same engine calls, then runs ``VACUUM ANALYZE`` on it (what
+autovacuum does to a freshly loaded table, done at once so the measures do not depend on
+when it wakes up); the whole-process commands get ``RHEO_DATABASE_URL``. The schema is
+dropped at the end.
 """
 
 from __future__ import annotations
@@ -40,13 +48,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from backends import Stores, add_arguments, database_url
+
 from rheo_cli.memory.bulk import ItemIn, TurnIn, import_items, import_turns
 from rheo_cli.memory.context import assemble as context
 from rheo_cli.memory.facts import items
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.retrieval.baseline import plain_bm25
-from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import StoreError
 from rheo_cli.memory.store.settings import Settings
 
 SIZES = (10_000, 100_000, 1_000_000)
@@ -147,17 +157,27 @@ def generate_turns(
     return main, other
 
 
-def build(folder: Path, n: int, seed: int = 7) -> dict[str, Any]:
-    """Generate a store of ``n`` turns in ``folder``; return build figures."""
+def _act_for(conn: Any, profile: str) -> None:
+    """On PostgreSQL a connection writes for one tenant: switch it (SQLite: nothing to do)."""
+    if hasattr(conn, "set_tenant"):
+        conn.set_tenant(profile)
+
+
+def build(
+    stores: Stores, name: str, n: int, seed: int = 7, *, items_count: int = 10_000
+) -> dict[str, Any]:
+    """Generate a store of ``n`` turns (and ``items_count`` memory items, 50 of them active)
+    as ``stores``' store ``name``; return build figures."""
     rng = random.Random(seed)
     vocab = vocabulary(rng)
     main, other = generate_turns(n, rng, vocab)
-    path = folder / "rheo.db"
-    conn = db.open_store(path)
+    conn = stores.open(name, PROFILE)
     settings = Settings()
     started = time.perf_counter()
     done = import_turns(conn, PROFILE, main, gap_s=settings.gap_s)
+    _act_for(conn, OTHER)
     import_turns(conn, OTHER, other, gap_s=settings.gap_s)
+    _act_for(conn, PROFILE)
     ingest_s = time.perf_counter() - started
     first, last = done.first_id or 1, done.last_id or 1
     user_ids = [
@@ -172,10 +192,10 @@ def build(folder: Path, n: int, seed: int = 7) -> dict[str, Any]:
         for _ in range(3000)
     ]
     facts = []
-    for i in range(10_000):
+    for i in range(items_count):
         source = rng.choice(user_ids) if user_ids else None
         when = START + timedelta(seconds=rng.uniform(0, YEARS * 365 * 86400))
-        status = "active" if i >= 10_000 - 50 else rng.choice(statuses)
+        status = "active" if i >= items_count - 50 else rng.choice(statuses)
         later = when + timedelta(days=rng.randint(1, 90))
         history = tuple(
             [("reinforced", when + timedelta(days=1), "mentioned again")] * rng.randint(0, 2)
@@ -218,8 +238,10 @@ def build(folder: Path, n: int, seed: int = 7) -> dict[str, Any]:
             model="bench",
             created_at="2026-11-01T00:00:00.000Z",
         )
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    if stores.backend == "sqlite":
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     conn.close()
+    stores.settle(name)
     return {
         "turns": n,
         "ingest_s": ingest_s,
@@ -260,11 +282,11 @@ def messages(vocab: Vocabulary, rng: random.Random) -> list[str]:
     return out
 
 
-def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, Any]:
+def engine_measures(stores: Stores, name: str, info: dict[str, Any], runs: int) -> dict[str, Any]:
     """Context assembly, history search and memory list through the engine, in ms."""
     rng = random.Random(11)
     vocab: Vocabulary = info["vocab"]
-    conn = db.open_store(folder / "rheo.db")
+    conn = stores.reopen(name, PROFILE)
     settings = Settings()
     last_ts = conn.execute("SELECT max(ts) FROM turns WHERE profile = ?", (PROFILE,)).fetchone()[0]
     now = datetime.fromisoformat(last_ts.replace("Z", "+00:00")) + timedelta(minutes=5)
@@ -302,7 +324,7 @@ def engine_measures(folder: Path, info: dict[str, Any], runs: int) -> dict[str, 
         [i.to_json(now, settings) for i in found]
         listing.append((time.perf_counter() - started) * 1000)
     conn.close()
-    size = sum(p.stat().st_size for p in folder.glob("rheo.db*"))
+    size = stores.size_bytes(name)
     context_ms, search_ms = _stats(assembly), _stats(search)
     plain_m, plain_s = _stats(plain_messages), _stats(plain_searches)
     return {
@@ -339,8 +361,11 @@ def _run(argv: list[str], env: dict[str, str], *, rss: bool = False) -> tuple[fl
     return wall, peak
 
 
-def process_measures(folder: Path, runs: int, llm: str | None) -> dict[str, Any]:
-    """Whole-process wall times of rheo commands, and rheo ask vs llm on the fake API."""
+def process_measures(
+    folder: Path, runs: int, llm: str | None, store_url: str | None = None
+) -> dict[str, Any]:
+    """Whole-process wall times of rheo commands, and rheo ask vs llm on the fake API; with
+    ``store_url`` the commands use that PostgreSQL store (RHEO_DATABASE_URL)."""
     from fakeapi import FakeAnthropic, text
 
     rheo = [sys.executable, "-m", "rheo_cli"]
@@ -349,6 +374,8 @@ def process_measures(folder: Path, runs: int, llm: str | None) -> dict[str, Any]
         rheo = [exe]
     base_env = {k: v for k, v in os.environ.items() if not k.startswith(("RHEO_", "ANTHROPIC_"))}
     env = {**base_env, "RHEO_HOME": str(folder), "RHEO_WORKER": "off", "NO_COLOR": "1"}
+    if store_url:
+        env["RHEO_DATABASE_URL"] = store_url
     out: dict[str, Any] = {}
     for name, args in (
         ("help", ["--help"]),
@@ -424,7 +451,7 @@ def _fmt(stat: dict[str, float]) -> str:
 
 def print_table(size: int, r: dict[str, Any]) -> None:
     """One table for one store size."""
-    print(f"\n{size:,} turns")
+    print(f"\n{size:,} turns ({r.get('backend', 'sqlite')})")
     print(f"{'measure':<34} {'min':>8} {'median':>8} {'p95':>8}")
     print("-" * 62)
     print(f"{'ingest (turns/s)':<34} {r['ingest_turns_per_s']:>26,.0f}")
@@ -474,33 +501,62 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the in-process engine measures (no whole-process runs, no llm)",
     )
+    add_arguments(parser)
     args = parser.parse_args(argv)
     sizes = tuple(args.size or SIZES)
     if any(n < 100 for n in sizes) or args.runs < 1:
         print("scale: --size must be at least 100 and --runs at least 1", file=sys.stderr)
         return 2
+    url = database_url(args.database_url)
+    if args.backend == "postgres" and not url:
+        print(
+            "scale: --backend postgres needs --database-url or RHEO_BENCH_DATABASE_URL",
+            file=sys.stderr,
+        )
+        return 2
+    if args.backend == "postgres" and args.keep:
+        print("scale: --keep keeps SQLite files only", file=sys.stderr)
+        return 2
+    try:
+        return _run_sizes(args, sizes, url)
+    except StoreError as exc:
+        print(f"scale: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run_sizes(args: argparse.Namespace, sizes: tuple[int, ...], url: str | None) -> int:
     sdk = {"import_anthropic_ms": float("nan")} if args.engine_only else sdk_import_ms(args.runs)
     results: dict[str, Any] = {"sdk": sdk, "sizes": {}}
     for size in sizes:
         holder = tempfile.TemporaryDirectory(prefix=f"rheo-scale-{size}-")
         folder = (args.keep / str(size)) if args.keep else Path(holder.name)
         folder.mkdir(parents=True, exist_ok=True)
-        if not (folder / "rheo.db").exists():
-            info = build(folder, size)
-        else:
-            info = {
-                "turns": size,
-                "ingest_turns_per_s": float("nan"),
-                "vocab": vocabulary(random.Random(7)),
+        stores = Stores(
+            args.backend, folder=folder, url=url, leakproof_match=args.pg_leakproof_match
+        )
+        try:
+            if args.backend == "postgres" or not stores.path("rheo").exists():
+                info = build(stores, "rheo", size)
+            else:
+                info = {
+                    "turns": size,
+                    "ingest_turns_per_s": float("nan"),
+                    "vocab": vocabulary(random.Random(7)),
+                }
+            r: dict[str, Any] = {
+                "backend": args.backend,
+                "ingest_turns_per_s": info["ingest_turns_per_s"],
             }
-        r: dict[str, Any] = {"ingest_turns_per_s": info["ingest_turns_per_s"]}
-        r.update(engine_measures(folder, info, args.runs))
-        if not args.engine_only:
-            proc = process_measures(folder, args.runs, args.llm)
-            proc["memory_list_ms_proc"] = proc.pop("memory_list_ms")
-            r.update(proc)
+            r.update(engine_measures(stores, "rheo", info, args.runs))
+            if not args.engine_only:
+                store_url = stores.store_url("rheo") if args.backend == "postgres" else None
+                proc = process_measures(folder, args.runs, args.llm, store_url)
+                proc["memory_list_ms_proc"] = proc.pop("memory_list_ms")
+                r.update(proc)
+        finally:
+            stores.close()
+            holder.cleanup()
         results["sizes"][str(size)] = r
-        holder.cleanup()
         if not args.json:
             print_table(size, r)
     if args.json:
@@ -521,7 +577,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             for size, r in results["sizes"].items()
         }
-        print(json.dumps({"sdk": results["sdk"], "sizes": flat}, indent=2))
+        print(json.dumps({"backend": args.backend, "sdk": results["sdk"], "sizes": flat}, indent=2))
     else:
         print(f"\nimport anthropic alone: {results['sdk']['import_anthropic_ms']:.0f} ms")
     return 0

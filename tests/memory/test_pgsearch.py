@@ -99,15 +99,16 @@ def test_every_search_returns_one_tenant_on_an_unbound_connection(stores):
     assert {t.id for t, _ in found} == set(ids["acme"])
     cjk = turns.search_turns(unbound, "globex", "价格计划", limit=50)
     assert {t.id for t, _ in cjk} == set(ids["globex"])
-    rows, too_common = pgsearch.search_turns(
-        unbound, "acme", "t.id", ['"pricing"'], any_term=True, limit=50, window=3, ranked_max=2
+    window = pgsearch.window_turn_ids(
+        unbound, "acme", ['"pricing"'], any_term=True, newer_than=None, up_to=None, limit=50
     )
-    assert too_common and rows == []  # counted among acme's newest turns only
-    rows, too_common = pgsearch.search_turns(
-        unbound, "acme", "t.id", ['"pricing"'], any_term=True, limit=50, window=100,
-        ranked_max=6,
+    assert window == ids["acme"][::-1]  # acme's turns only, newest first
+    older = pgsearch.window_turn_ids(
+        unbound, "acme", ['"pricing"'], any_term=True, newer_than=None, up_to=ids["acme"][2],
+        limit=50,
     )  # fmt: skip
-    assert not too_common and {r[0] for r in rows} == set(ids["acme"])
+    assert older == ids["acme"][:3][::-1]
+    assert set(pgsearch.plain_turn_ids(unbound, "globex", ['"pricing"'], 50)) == set(ids["globex"])
     assert [i.label for i, _ in items.search_items(unbound, "acme", "pricing")] == [
         "acme pricing is secret"
     ]

@@ -295,46 +295,55 @@ def search_turns(
     found_terms = fts.terms(query)
     if not found_terms:
         return []
-    if dialect(conn) == "postgres":
-        found, too_common = pgsearch.search_turns(
-            conn,
-            profile,
-            _T_COLUMNS,
-            fts.terms(query),
-            any_term=any_term,
-            limit=limit,
-            window=SEARCH_WINDOW,
-            ranked_max=RANKED_MAX,
-        )
-        if too_common:
-            rows = pgsearch.newest_turn_matches(conn, profile, _T_COLUMNS, fts.terms(query), limit)
-            return [(_row_to_turn(r), 0.0) for r in rows]
-        return [(_row_to_turn(r), float(r["score"])) for r in found]
     expr = fts.scoped((" OR " if any_term else " AND ").join(found_terms), profile)
     newest = conn.execute("SELECT max(id) FROM turns WHERE profile = ?", (profile,)).fetchone()[0]
     if newest is None:
         return []
     cutoff = max(0, int(newest) - SEARCH_WINDOW)
-    plain = conn.cursor()
-    plain.row_factory = None
-    plain.execute(
-        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid > ? ORDER BY rowid DESC "
-        "LIMIT ?",
-        (expr, cutoff, RANKED_MAX + 1),
-    )
-    window = [r[0] for r in plain.fetchall()]
+    window = _matching(conn, profile, expr, found_terms, any_term, cutoff, None, RANKED_MAX + 1)
     if len(window) > RANKED_MAX:
         return [(t, 0.0) for t in reversed(get_turns(conn, profile, window[:limit]))]
     ranked = _rank(conn, profile, window, found_terms, limit)
     if len(ranked) < limit and cutoff > 0:
-        plain.execute(
-            "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? AND rowid <= ? "
-            "ORDER BY rowid DESC LIMIT ?",
-            (expr, cutoff, RANKED_MAX),
-        )
-        older = [r[0] for r in plain.fetchall()]
+        older = _matching(conn, profile, expr, found_terms, any_term, None, cutoff, RANKED_MAX)
         ranked += _rank(conn, profile, older, found_terms, limit - len(ranked))
     return ranked
+
+
+def _matching(
+    conn: sqlite3.Connection,
+    profile: str,
+    expr: str,
+    terms: list[str],
+    any_term: bool,
+    newer_than: int | None,
+    up_to: int | None,
+    limit: int,
+) -> list[int]:
+    """Ids of ``profile``'s turns matching ``expr`` (FTS5, scoped) / ``terms`` (PostgreSQL),
+    newest first, with id > ``newer_than`` and id <= ``up_to`` where given."""
+    if dialect(conn) == "postgres":
+        return pgsearch.window_turn_ids(
+            conn,
+            profile,
+            terms,
+            any_term=any_term,
+            newer_than=newer_than,
+            up_to=up_to,
+            limit=limit,
+        )
+    sql = "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?"
+    args: list[Any] = [expr]
+    if newer_than is not None:
+        sql += " AND rowid > ?"
+        args.append(newer_than)
+    if up_to is not None:
+        sql += " AND rowid <= ?"
+        args.append(up_to)
+    plain = conn.cursor()
+    plain.row_factory = None
+    plain.execute(sql + " ORDER BY rowid DESC LIMIT ?", (*args, limit))
+    return [r[0] for r in plain.fetchall()]
 
 
 DF_CAP = 2_000

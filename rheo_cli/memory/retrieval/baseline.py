@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from .. import pgsearch
+from ..store.pg import dialect
 from ..text import fts
 
 
@@ -19,6 +21,8 @@ def plain_bm25(conn: sqlite3.Connection, profile: str, text: str, limit: int = 5
     expr = fts.match_any(text)
     if expr is None:
         return []
+    if dialect(conn) == "postgres":
+        return pgsearch.plain_turn_ids(conn, profile, fts.terms(text), limit)
     plain = conn.cursor()
     plain.row_factory = None
     plain.execute(

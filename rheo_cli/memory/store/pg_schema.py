@@ -6,9 +6,9 @@ The same schema ideas as the SQLite store (`migrations`), in PostgreSQL's terms:
   UPDATE, DELETE and TRUNCATE; a memory item's content is immutable (a change is a new item);
 - full-text search is a stored ``tsvector`` column (``rheo_english``: PostgreSQL's English
   stemming and stop words with accents removed, the counterpart of FTS5's ``porter unicode61
-  remove_diacritics``) with a GIN index, ranked with ``ts_rank_cd`` where
-  SQLite uses bm25; text in scripts written without spaces (Chinese, Japanese, Korean, Thai) is
-  found through a ``pg_trgm`` trigram index over just those turns;
+  remove_diacritics``) with a GIN index, ranked by bm25 as FTS5 computes it
+  (`pgsearch.bm25_query`); text in scripts written without spaces (Chinese, Japanese,
+  Korean, Thai) is found through a ``pg_trgm`` trigram index over just those turns;
 - every table carries the profile (tenant) and has a row-level security policy
   ``profile = current_setting('rheo.tenant')`` with FORCE ROW LEVEL SECURITY, so the tables'
   owner is held to it too. A superuser bypasses row-level security whatever the policy says,
