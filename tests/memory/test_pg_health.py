@@ -157,3 +157,20 @@ def test_a_job_whose_runner_died_is_found_and_put_back(store):
     assert pg_health.release_stuck(conn, "acme", later, "2026-07-01T10:00:00.000Z") == 1
     job = jobs.get_job(conn, claimed.id)
     assert job.status == "pending" and job.attempts == 0 and job.leased_by is None
+
+
+def test_the_search_speed_line_says_whether_the_full_text_match_is_leakproof(store):
+    """PostgreSQL ships ``ts_match_vq`` not LEAKPROOF (searches then read every row of the
+    tenant); the check follows the superuser's ALTER FUNCTION either way (rolled back here, as
+    the ALTER is transactional, so the server and other tests' plans are left as they were)."""
+    import psycopg
+
+    conn, admin = store
+    before = pg_health.match_is_leakproof(conn)
+    with psycopg.connect(admin.info.dsn) as su:  # not autocommit: one transaction
+        su.execute(pg_health.LEAKPROOF_MATCH)
+        assert pg_health.match_is_leakproof(su) is True
+        su.execute(pg_health.LEAKPROOF_MATCH.replace("LEAKPROOF", "NOT LEAKPROOF"))
+        assert pg_health.match_is_leakproof(su) is False
+        su.rollback()
+    assert pg_health.match_is_leakproof(conn) is before
