@@ -17,10 +17,13 @@ from helpers import facts_reply, route, run_rheo
 
 from rheo_cli.memory.store import pg_schema
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("RHEO_TEST_DATABASE_URL"),
-    reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not os.environ.get("RHEO_TEST_DATABASE_URL"),
+        reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
+    ),
+    pytest.mark.xdist_group("pg_purge"),  # purges: see tests/memory/test_pg_purge.py
+]
 
 WORD = "Xylophonequartz"
 

@@ -25,10 +25,15 @@ from rheo_cli.memory.ledger.digests import store_digest
 from rheo_cli.memory.store import db, pg_schema
 from rheo_cli.memory.store.settings import Settings
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("RHEO_TEST_DATABASE_URL"),
-    reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not os.environ.get("RHEO_TEST_DATABASE_URL"),
+        reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
+    ),
+    # One worker runs these in turn: one of them holds an old snapshot on purpose, and
+    # VACUUM FULL keeps what any transaction of the database may still read.
+    pytest.mark.xdist_group("pg_purge"),
+]
 
 WORD = "Xylophonequartz"
 KB_WORD = "Quinquenniumvox"
