@@ -31,6 +31,9 @@ WORD = "Xylophonequartz"
 @pytest.fixture
 def url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """rheo pointed at a fresh schema of the test server."""
+    from rheo_cli.memory import pg_purge
+
+    monkeypatch.setattr(pg_purge, "SNAPSHOT_WAIT_S", 60)  # other workers share the horizon
     with pg_schema_url() as u:
         monkeypatch.setenv("RHEO_DATABASE_URL", u)
         yield u
