@@ -24,13 +24,13 @@ until its segments are recycled, archived WAL, base backups and replicas.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from datetime import datetime
 from typing import Any, cast
 
-from .purge import Purged, Target
+from . import purge_undo
+from .purge import Purged, Target, Work, prepare, tombstone
 from .store import crash
 from .store.db import write
 from .store.errors import InvalidInput
@@ -55,11 +55,11 @@ def _touched(target: Target, counts: dict[str, int]) -> list[str]:
     return tables
 
 
-def _erase(conn: sqlite3.Connection, target: Target) -> dict[str, int]:
-    """Delete the target's rows (every statement limited to its profile); rows erased per
-    kind."""
+def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dict[str, int]:
+    """Take back what the target did to the items that stay (`purge_undo`), then delete the
+    target's rows (every statement limited to its profile); rows erased per kind."""
     profile = target.profile
-    counts: dict[str, int] = {}
+    counts = purge_undo.apply(conn, work.undo, profile=profile, ts=ts)
 
     def run(sql: str, ids: list[int], key: str | None = None) -> None:
         if not ids:
@@ -82,8 +82,8 @@ def _erase(conn: sqlite3.Connection, target: Target) -> dict[str, int]:
         "memory_events")  # fmt: skip
     run("DELETE FROM memory_items WHERE profile = ? AND id = ANY(?)", items, "memory_items")
     run("DELETE FROM digests WHERE profile = ? AND id = ANY(?)", target.digests, "digests")
-    run("DELETE FROM jobs WHERE profile = ? AND kind = 'extract' AND ref_id = ANY(?)", turns,
-        "jobs")  # fmt: skip
+    run("DELETE FROM jobs WHERE profile = ? AND kind = 'extract' AND ref_id = ANY(?)",
+        [*turns, *work.readers], "jobs")  # fmt: skip
     # The digest of a session that keeps some turns is written again from what is left.
     run("DELETE FROM jobs WHERE profile = ? AND kind = 'digest' AND ref_id = ANY(?)",
         target.sessions_touched, "jobs")  # fmt: skip
@@ -176,13 +176,11 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
     with write(conn):
         conn.execute("SELECT set_config('rheo.purge', ?, true)", (target.profile,))
         xid = str(conn.execute("SELECT pg_current_xact_id()::text").fetchone()[0])
-        counts = _erase(conn, target)
+        work = prepare(conn, target)
+        counts = _erase(conn, target, work, to_stored(now))
         crash.reach("purge.erase")
         conn.execute("SELECT set_config('rheo.purge', '', true)")
-        conn.execute(
-            "INSERT INTO purges(profile, ts, what, ref_id, counts) VALUES (?, ?, ?, ?, ?)",
-            (target.profile, to_stored(now), target.what, target.ref_id, json.dumps(counts)),
-        )
+        tombstone(conn, target, counts, work.keys, now)
     done = Purged(target.what, ref, counts)
     crash.reach("purge.vacuum")
     from .store.pg_schema import owner_rights

@@ -5,8 +5,12 @@ UPDATE and DELETE). A purge removes the content for good: the rows, their entrie
 indexes, what was derived from them (memory items learnt from a purged turn, the digest of its
 session, their jobs), and then the bytes — with ``secure_delete`` on, freed space is zeroed,
 the FTS indexes are merged so no old segment keeps a term, the file is VACUUMed and the WAL
-checkpointed and truncated. A tombstone in ``purges`` says what was erased and when, never the
-content. The append-only guards stand aside only while the purge's own transaction holds a
+checkpointed and truncated. What the purged turns did to the memory items that stay (a fact
+they replaced, an open item they closed, a reinforcement) is undone and the history events
+that quote them are erased (`purge_undo` says exactly what counts as learnt from them). A
+tombstone in ``purges`` says what was erased and when, never the content: only the content
+keys of the erased records (`archive.keys`), by which an import of an older export leaves
+them out. The append-only guards stand aside only while the purge's own transaction holds a
 row in ``purge_grant`` (migration 9), removed again before it commits. On PostgreSQL the
 same `plan` is erased by `pg_purge`. Either way the Redis hot cache, if installed, is dropped.
 """
@@ -19,7 +23,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from . import purge_undo
+from .archive.keys import keys_for, keys_of
 from .facts import hotcache
+from .kb.transfer import keys as kb_keys
 from .store import crash
 from .store.db import write
 from .store.errors import InvalidInput, NotFound
@@ -136,6 +143,46 @@ def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | Non
     return Target(what, profile, ref_id, turns, emptied, touched, items, digests)
 
 
+@dataclass(frozen=True)
+class Work:
+    """What `prepare` found inside the purge's transaction, besides the target's own rows:
+    what to take back from the items that stay, the content keys the tombstone lists, and
+    the kept replies whose extraction read a purged question."""
+
+    undo: purge_undo.Undo
+    keys: list[str]
+    readers: list[int]
+
+
+def prepare(conn: sqlite3.Connection, target: Target) -> Work:
+    """Read (inside the purge's transaction, before anything is erased) what the erase of
+    ``target`` involves beyond its rows (see `Work`); both stores' purges call it."""
+    profile = target.profile
+    if target.what == "profile":
+        keyed = keys_of(conn, profile)
+        every = {
+            k
+            for table in (keyed.sessions, keyed.turns, keyed.items, keyed.events, keyed.digests)
+            for k in table.values()
+        }
+        every.update(kb_keys(conn, profile))
+        return Work(purge_undo.Undo(), sorted(every), [])
+    undo = purge_undo.prepare(conn, profile=profile, turns=target.turns, items=target.items)
+    own_events = _in(conn, "SELECT id FROM memory_events WHERE item_id IN ({ids}) "
+                     "AND profile = ?", target.items, profile)  # fmt: skip
+    keys = keys_for(
+        conn,
+        profile,
+        turns=target.turns,
+        sessions=target.sessions_emptied,
+        items=target.items,
+        digests=target.digests,
+        events=[*own_events, *undo.erased, *undo.reworded],
+    )
+    kept = [s for s in target.sessions_touched if s not in target.sessions_emptied]
+    return Work(undo, keys, purge_undo.readers(conn, profile, kept, target.turns))
+
+
 def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
     """Remove the target's rows from the external-content FTS5 indexes (which need the exact
     indexed values to delete an entry)."""
@@ -169,8 +216,8 @@ def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
         )
 
 
-def _erase(conn: sqlite3.Connection, target: Target) -> dict[str, int]:
-    counts: dict[str, int] = {}
+def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dict[str, int]:
+    counts = purge_undo.apply(conn, work.undo, profile=target.profile, ts=ts)
 
     def run(sql: str, ids: Sequence[int], key: str | None = None) -> None:
         n = 0
@@ -191,7 +238,7 @@ def _erase(conn: sqlite3.Connection, target: Target) -> dict[str, int]:
     run("DELETE FROM digests WHERE id IN ({ids})", target.digests, "digests")
     run(
         "DELETE FROM jobs WHERE kind = 'extract' AND ref_id IN ({ids})",
-        turns,
+        [*turns, *work.readers],
         "jobs",
     )
     # The digest of a session that keeps some turns is written again from what is left.
@@ -254,13 +301,11 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
     try:
         with write(conn):
             conn.execute("INSERT INTO purge_grant(on_, reason) VALUES (1, ?)", (ref,))
-            counts = _erase(conn, target)
+            work = prepare(conn, target)
+            counts = _erase(conn, target, work, to_stored(now))
             crash.reach("purge.erase")
             conn.execute("DELETE FROM purge_grant")
-            conn.execute(
-                "INSERT INTO purges(profile, ts, what, ref_id, counts) VALUES (?, ?, ?, ?, ?)",
-                (target.profile, to_stored(now), target.what, target.ref_id, json.dumps(counts)),
-            )
+            tombstone(conn, target, counts, work.keys, now)
         done = Purged(target.what, ref, counts)
         hotcache.written(target.profile)
         crash.reach("purge.vacuum")
@@ -274,6 +319,19 @@ def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
         return done
     finally:
         conn.execute(f"PRAGMA secure_delete = {previous}")
+
+
+def tombstone(
+    conn: sqlite3.Connection, target: Target, counts: dict[str, int], keys: list[str],
+    now: datetime,
+) -> None:  # fmt: skip
+    """Write the purge's tombstone (inside its transaction): what, when, counts, and the
+    content keys of what was erased (`Work.keys`)."""
+    conn.execute(
+        "INSERT INTO purges(profile, ts, what, ref_id, counts, keys) VALUES (?, ?, ?, ?, ?, ?)",
+        (target.profile, to_stored(now), target.what, target.ref_id, json.dumps(counts),
+         json.dumps(keys)),
+    )  # fmt: skip
 
 
 def tombstones(conn: sqlite3.Connection, profile: str) -> list[dict[str, object]]:

@@ -4,8 +4,11 @@ refer to each other.
 Records carry no local row ids: a turn's key is a hash of its profile, time, role, text, model
 and status; a session's is its first turn's; a digest's its session's; a memory item's a hash
 of its content (JSON with sorted keys) and origin; an event's a hash of its item's key and its
-own content. A key repeated in one profile gets ``~2``, ``~3``... in id order. So importing a
-file twice, or into a store that already holds some of it, adds only what is missing.
+own content. A key repeated in one profile gets ``~2``, ``~3``... in id order. An import
+computes the same keys from each record's content (never trusting the key the file gives,
+which only names the record within the file), so importing a file twice, or into a store
+that already holds some of it, adds only what is missing; a purge lists the keys of what it
+erased in its tombstone (`keys_for`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 FORMAT = "rheo-export"
 VERSION = 1
@@ -64,21 +68,66 @@ def _canonical(text: str | None) -> str:
         return text or ""
 
 
-def _turn_base(r: sqlite3.Row) -> str:
+class Fields(Protocol):
+    """A row or a record: its fields by name."""
+
+    def __getitem__(self, name: str, /) -> Any: ...
+
+
+def canonical_json(value: Any) -> str:
+    """``value`` as the JSON text keys are computed from (keys sorted, not ASCII-escaped)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def suffixed(base: str, n: int) -> str:
+    """The key of the ``n``-th (from 1) record of a profile whose content gives ``base``."""
+    return base if n == 1 else f"{base}~{n}"
+
+
+def turn_base(r: Fields) -> str:
+    """The key of a turn before any ``~n`` (a row, or a record: profile, ts, role, content,
+    model, status)."""
     return "t" + _hash(r["profile"], r["ts"], r["role"], r["content"], r["model"], r["status"])
 
 
-def _item_base(r: sqlite3.Row, *, legacy: bool = False) -> str:
-    properties = r["properties"] if legacy else _canonical(r["properties"])
+def item_base(r: Fields, properties: str) -> str:
+    """The key of a memory item before any ``~n``, ``properties`` as `canonical_json` text."""
     return "m" + _hash(
         r["profile"], r["category"], r["topic"], r["label"], properties, r["created_at"],
         r["source"],
     )  # fmt: skip
 
 
+def event_base(item_key: str, r: Fields, data: str) -> str:
+    """The key of a memory event of the item keyed ``item_key`` before any ``~n``, ``data``
+    as `canonical_json` text."""
+    return "e" + _hash(item_key, r["ts"], r["kind"], r["cause"], data)
+
+
+def session_base(profile: str, first_turn_key: str | None, started_at: str) -> str:
+    """The key of a session before any ``~n``: its first turn's, or (no turn) a hash of its
+    start."""
+    base = first_turn_key or ("x" + _hash(profile, started_at))
+    return "s" + base[1:]
+
+
+def digest_key(session_key: str) -> str:
+    """The key of the digest of the session keyed ``session_key`` (one per session)."""
+    return "d" + session_key[1:]
+
+
+def _turn_base(r: sqlite3.Row) -> str:
+    return turn_base(r)
+
+
+def _item_base(r: sqlite3.Row, *, legacy: bool = False) -> str:
+    properties = r["properties"] if legacy else _canonical(r["properties"])
+    return item_base(r, properties)
+
+
 def _event_base(item_key: str, r: sqlite3.Row, *, legacy: bool = False) -> str:
     data = r["data"] if legacy else _canonical(r["data"])
-    return "e" + _hash(item_key, r["ts"], r["kind"], r["cause"], data)
+    return event_base(item_key, r, data)
 
 
 def keys_of(conn: sqlite3.Connection, profile: str) -> Keyed:
@@ -100,11 +149,10 @@ def keys_of(conn: sqlite3.Connection, profile: str) -> Keyed:
     for r in conn.execute(
         "SELECT id, started_at FROM sessions WHERE profile = ? ORDER BY id", (profile,)
     ):
-        base = first_turn.get(r["id"]) or ("x" + _hash(profile, r["started_at"]))
-        sessions.add(r["id"], "s" + base[1:])
+        sessions.add(r["id"], session_base(profile, first_turn.get(r["id"]), r["started_at"]))
     keyed.sessions = sessions.by_id
     keyed.digests = {
-        r["id"]: "d" + keyed.sessions[r["session_id"]][1:]
+        r["id"]: digest_key(keyed.sessions[r["session_id"]])
         for r in conn.execute(
             "SELECT id, session_id FROM digests WHERE profile = ? ORDER BY id", (profile,)
         )
@@ -125,3 +173,121 @@ def keys_of(conn: sqlite3.Connection, profile: str) -> Keyed:
     keyed.events = events.by_id
     keyed.legacy = {k: i for d in (old_items.by_id, old_events.by_id) for i, k in d.items()}
     return keyed
+
+
+def _ranked(base: str, row_id: int, rivals: Iterable[tuple[int, str]]) -> str:
+    """``base`` numbered as `keys_of` numbers it: by the rows of the same base before it."""
+    return suffixed(base, 1 + sum(1 for other, b in rivals if b == base and other < row_id))
+
+
+def keys_for(
+    conn: sqlite3.Connection,
+    profile: str,
+    *,
+    turns: Iterable[int] = (),
+    sessions: Iterable[int] = (),
+    items: Iterable[int] = (),
+    events: Iterable[int] = (),
+    digests: Iterable[int] = (),
+) -> list[str]:
+    """The keys (as `keys_of` gives them) of these rows of ``profile``, by id, without
+    computing the whole profile's: each row is numbered against the rows that could share its
+    base (turns of the same time, items created at the same time with the same topic, events
+    of the same item at the same time). Ids not stored are skipped. Sorted, no repeats."""
+    out: set[str] = set()
+    turn_key: dict[int, str] = {}
+
+    def key_of_turn(turn_id: int) -> str | None:
+        if turn_id not in turn_key:
+            row = conn.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE id = ? AND profile = ?",
+                (turn_id, profile),
+            ).fetchone()
+            if row is None:
+                return None
+            rivals = conn.execute(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE profile = ? AND ts = ? AND id < ?",
+                (profile, row["ts"], turn_id),
+            ).fetchall()
+            turn_key[turn_id] = _ranked(
+                turn_base(row), turn_id, ((int(r["id"]), turn_base(r)) for r in rivals)
+            )
+        return turn_key[turn_id]
+
+    def key_of_session(session_id: int) -> str | None:
+        row = conn.execute(
+            "SELECT id, started_at, (SELECT min(id) FROM turns t WHERE t.session_id = s.id "
+            "AND t.profile = s.profile) AS first_turn FROM sessions s WHERE id = ? "
+            "AND profile = ?",
+            (session_id, profile),
+        ).fetchone()
+        if row is None:
+            return None
+        if row["first_turn"] is not None:
+            first = key_of_turn(int(row["first_turn"]))
+            return session_base(profile, first, row["started_at"])
+        # Sessions without turns share a base only with those started at the same time.
+        rivals = conn.execute(
+            "SELECT id FROM sessions s WHERE profile = ? AND started_at = ? AND id < ? "
+            "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id)",
+            (profile, row["started_at"], session_id),
+        ).fetchall()
+        return suffixed(session_base(profile, None, row["started_at"]), 1 + len(rivals))
+
+    item_key: dict[int, str] = {}
+
+    def key_of_item(item_id: int) -> str | None:
+        if item_id not in item_key:
+            row = conn.execute(
+                "SELECT * FROM memory_items WHERE id = ? AND profile = ?", (item_id, profile)
+            ).fetchone()
+            if row is None:
+                return None
+            rivals = conn.execute(
+                "SELECT * FROM memory_items WHERE profile = ? AND topic = ? AND created_at = ? "
+                "AND id < ?",
+                (profile, row["topic"], row["created_at"], item_id),
+            ).fetchall()
+            item_key[item_id] = _ranked(
+                _item_base(row), item_id, ((int(r["id"]), _item_base(r)) for r in rivals)
+            )
+        return item_key[item_id]
+
+    for turn_id in turns:
+        out.add(key_of_turn(turn_id) or "")
+    for session_id in sessions:
+        out.add(key_of_session(session_id) or "")
+    for digest_id in digests:
+        row = conn.execute(
+            "SELECT session_id FROM digests WHERE id = ? AND profile = ?", (digest_id, profile)
+        ).fetchone()
+        session = key_of_session(int(row["session_id"])) if row is not None else None
+        out.add(digest_key(session) if session else "")
+    for item_id in items:
+        out.add(key_of_item(item_id) or "")
+    for event_id in events:
+        row = conn.execute(
+            "SELECT id, item_id, ts, kind, cause, data FROM memory_events WHERE id = ? "
+            "AND profile = ?",
+            (event_id, profile),
+        ).fetchone()
+        owner = key_of_item(int(row["item_id"])) if row is not None else None
+        if row is None or owner is None:
+            continue
+        rivals = conn.execute(
+            "SELECT id, ts, kind, cause, data FROM memory_events WHERE item_id = ? "
+            "AND profile = ? AND ts = ? AND id < ?",
+            (row["item_id"], profile, row["ts"], event_id),
+        ).fetchall()
+        out.add(
+            _ranked(
+                _event_base(owner, row),
+                event_id,
+                ((int(r["id"]), _event_base(owner, r)) for r in rivals),
+            )
+        )
+    out.discard("")
+    return sorted(out)
+
+
+_TURN_COLUMNS = "id, profile, session_id, ts, role, content, model, status"

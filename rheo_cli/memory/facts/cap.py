@@ -20,9 +20,12 @@ def enforce_cap(
     now: datetime,
     *,
     keep: int | None = None,
+    source_turn_id: int | None = None,
 ) -> list[int]:
     """Evict the least-reinforced unpinned facts beyond the cap (open items never count) and
-    return their ids; ``keep`` (the item just written) is never evicted. Ties go to the
+    return their ids; ``keep`` (the item just written) is never evicted. Each eviction's event
+    cites ``source_turn_id``, the turn of the fact that made it (so purging that turn brings
+    the evicted fact back). Ties go to the
     weaker after decay at ``now``, then the least recently reinforced, then the oldest.
     The cap counts per profile and assistant: shared facts (None) are one bucket, each
     assistant's own another."""
@@ -56,5 +59,6 @@ def enforce_cap(
                 "reached; least reinforced "
                 f"({victim.reinforcements} mentions)"
             ),
+            source_turn_id=source_turn_id,
         )
     return [v.id for v in victims]

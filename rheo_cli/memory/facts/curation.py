@@ -28,6 +28,7 @@ def _set_state(
     verb: str,
     cause: str,
     category: str | None = None,
+    source_turn_id: int | None = None,
 ) -> MemoryItem:
     with write(conn):
         item = get_item(conn, profile, item_id)
@@ -37,8 +38,9 @@ def _set_state(
             raise InvalidInput(f"memory #{item_id} is not an open item ({item.category})")
         conn.execute(sql, (item_id,))
         events.append(
-            conn, item_id=item_id, profile=profile, ts=to_stored(now), kind=kind, cause=cause
-        )
+            conn, item_id=item_id, profile=profile, ts=to_stored(now), kind=kind, cause=cause,
+            source_turn_id=source_turn_id,
+        )  # fmt: skip
         return get_item(conn, profile, item_id)
 
 
@@ -99,9 +101,11 @@ def forget(
     item_id: int,
     now: datetime,
     cause: str = "retracted by the person",
+    source_turn_id: int | None = None,
 ) -> MemoryItem:
     """Retract an item: no longer injected, offered to tools or learnt again; its row and
-    history stay. A conflict it was part of is cleared (there is nothing left to decide)."""
+    history stay. A conflict it was part of is cleared (there is nothing left to decide).
+    ``source_turn_id``: the person's turn that asked for it, when one did."""
     with write(conn):
         item = _set_state(
             conn,
@@ -114,6 +118,7 @@ def forget(
             kind="retracted",
             verb="forgotten",
             cause=cause,
+            source_turn_id=source_turn_id,
         )
         partners = conn.execute(
             "SELECT id FROM memory_items WHERE profile = ? AND conflict_with = ?",

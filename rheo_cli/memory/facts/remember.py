@@ -145,7 +145,10 @@ def remember(
             settings=settings,
             restated=refiled,
         )
-        evicted = enforce_cap(conn, profile, assistant, ts, settings, now, keep=item.id)
+        evicted = enforce_cap(
+            conn, profile, assistant, ts, settings, now, keep=item.id,
+            source_turn_id=source_turn_id,
+        )  # fmt: skip
         item = get_item(conn, profile, item.id)
     return Outcome(
         "superseded" if previous else "created",

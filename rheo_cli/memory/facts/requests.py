@@ -294,6 +294,7 @@ def honour(
                         item.id,
                         now,
                         cause=f'the person asked: "{request.sentence[:200]}" (turn #{turn_id})',
+                        source_turn_id=turn_id,
                     )
                 except EngineError:
                     continue

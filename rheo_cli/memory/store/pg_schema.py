@@ -428,6 +428,12 @@ M006_BOUNDED_INDEXES = (
 source is indexed by its MD5 (a btree entry over ~2.7 KB is refused: ``index row size
 exceeds btree maximum``), one active version per source still enforced."""
 
+M007_PURGE_KEYS = """
+    ALTER TABLE purges ADD COLUMN keys TEXT NOT NULL DEFAULT '[]';
+"""
+"""Each purge tombstone lists the content keys of the records it erased (SQLite's m013), so
+an import of an export made before the purge leaves them out."""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
     ("m002_tenant_isolation", M002_TENANT_ISOLATION),
@@ -435,6 +441,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m004_purge", M004_PURGE),
     ("m005_profile_counters", M005_PROFILE_COUNTERS),
     ("m006_bounded_indexes", M006_BOUNDED_INDEXES),
+    ("m007_purge_keys", M007_PURGE_KEYS),
 ]
 """Every PostgreSQL migration, in order: ``(name, SQL script)``."""
 

@@ -1,5 +1,5 @@
 """Schema version 12: per-profile counters — stable session numbers and the memory
-generation the hot cache is checked against."""
+generation the hot cache is checked against; 13: the content keys of what a purge erased."""
 
 from __future__ import annotations
 
@@ -64,3 +64,11 @@ def m012_profile_counters(conn: sqlite3.Connection) -> None:
     served stale. A profile purge leaves the row (numbers and no content), so neither counter
     ever goes back."""
     run_script(conn, PROFILE_COUNTERS)
+
+
+def m013_purge_keys(conn: sqlite3.Connection) -> None:
+    """Each purge tombstone lists the content keys (`archive.keys`: truncated SHA-256 digests,
+    never the text) of the records it erased, so an import of an export made before the purge
+    can recognise them and leave them out instead of bringing the text back. Tombstones from
+    before have none (``[]``)."""
+    run_script(conn, "ALTER TABLE purges ADD COLUMN keys TEXT NOT NULL DEFAULT '[]';")
