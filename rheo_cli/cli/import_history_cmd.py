@@ -34,11 +34,21 @@ def import_history(
     ] = False,
     json_out: Json = False,
     profile: Profile = None,
+    include_purged: Annotated[
+        bool,
+        typer.Option(
+            "--include-purged",
+            help="Also bring back messages 'rheo purge' erased from this profile (left out "
+            "otherwise).",
+        ),
+    ] = False,
 ) -> None:
     """Import chat history from another tool, keeping its times and order.
 
-    Safe to run again: messages already imported are skipped. Facts are learnt from the
-    imported history only with --extract.
+    Safe to run again: messages already imported are skipped, recognised by their id in
+    the tool or by their content (role, text, time). Messages 'rheo purge' erased are left
+    out unless --include-purged. Facts are learnt from the imported history only with
+    --extract.
 
     \b
     Examples:
@@ -55,7 +65,10 @@ def import_history(
     if not parsed.conversations:
         raise RheoError(f"{file}: {no_conversations(fmt, parsed.skipped)}")
     rt = runtime_for(profile)
-    summary = _write(rt, parsed, extract=extract, bar=sys.stderr.isatty() and not json_out)
+    summary = _write(
+        rt, parsed, extract=extract, bar=sys.stderr.isatty() and not json_out,
+        include_purged=include_purged,
+    )  # fmt: skip
     if extract and summary.extract_jobs + summary.digest_jobs:
         from ..background.worker import kick_background
 
@@ -85,7 +98,7 @@ def no_conversations(fmt: str, skipped: Any) -> str:
     return f"no {fmt} conversation rheo can read" + (f" (left out: {left})" if left else "")
 
 
-def _write(rt, parsed, *, extract: bool, bar: bool):  # type: ignore[no-untyped-def]
+def _write(rt, parsed, *, extract: bool, bar: bool, include_purged: bool = False):  # type: ignore[no-untyped-def]
     from ..importers.store import import_history as write_history
     from ..memory.store.timeutil import to_stored
 
@@ -122,6 +135,7 @@ def _write(rt, parsed, *, extract: bool, bar: bool):  # type: ignore[no-untyped-
             now=to_stored(rt.now()),
             extract=extract,
             on_row=on_row,
+            include_purged=include_purged,
         )
     finally:
         if progress is not None:

@@ -3,9 +3,12 @@
 Conversations go in one after another, oldest first, each in its own order; a conversation
 opens a session of its own (it was a new chat in that tool) and within it the session gap
 splits sessions as it does for rheo's own turns. A message whose source key the profile
-already holds is skipped, so importing the same export again (or a later export holding more)
-adds only what is new. Everything is written in one transaction: an error leaves the store
-as it was.
+already holds is skipped, and so is one whose content is already stored — the same role,
+text, model and time as a turn of the profile (`archive.keys.turn_base`) — whatever ids the
+file gives it; so importing the same export again (or a later export holding more, or one
+whose ids were changed) adds only what is new. A message that a purge of the profile erased
+(its content key is in a tombstone) is left out too, unless asked for. Everything is written
+in one transaction: an error leaves the store as it was.
 """
 
 from __future__ import annotations
@@ -16,11 +19,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..memory import jobs
+from ..memory import archive, jobs
+from ..memory.archive.keys import turn_base, turn_bases_at
 from ..memory.bulk import TurnIn, import_turns
 from ..memory.ledger import sources
 from ..memory.store.db import write
-from .model import Parsed
+from ..memory.store.timeutil import to_stored
+from .model import Message, Parsed
+
+ALREADY = "already imported"
+ERASED = "erased by 'rheo purge' (--include-purged brings them back)"
 
 
 @dataclass
@@ -49,12 +57,45 @@ class Summary:
         }
 
 
-def _rows(parsed: Parsed, known: set[str], summary: Summary) -> list[TurnIn]:
+class _Seen:
+    """Which messages the profile already holds, by source key or by content, and which a
+    purge erased."""
+
+    def __init__(
+        self, conn: sqlite3.Connection, profile: str, parsed: Parsed, include_purged: bool
+    ) -> None:
+        self.profile = profile
+        messages = [m for c in parsed.conversations for m in c.messages]
+        self.known = sources.known_source_keys(conn, profile, [m.key for m in messages])
+        self.stored = turn_bases_at(conn, profile, (to_stored(m.when) for m in messages))
+        self.purged = set() if include_purged else archive.purged_keys(conn, profile)
+
+    def why_not(self, message: Message) -> str | None:
+        """Why ``message`` is not written (a `Summary.skipped` reason), or None."""
+        if message.key in self.known:
+            return ALREADY
+        base = turn_base({
+            "profile": self.profile, "ts": to_stored(message.when), "role": message.role,
+            "content": message.content, "model": message.model,
+            "status": "ok" if message.role == "assistant" else None,
+        })  # fmt: skip
+        if self.stored[base] > 0:
+            self.stored[base] -= 1  # each stored turn stands for one message
+            return ALREADY
+        return ERASED if base in self.purged else None
+
+
+def _rows(parsed: Parsed, seen: _Seen, summary: Summary) -> list[TurnIn]:
     rows: list[TurnIn] = []
     ordered = sorted(parsed.conversations, key=lambda c: c.messages[0].when)
     for conversation in ordered:
-        fresh = [m for m in conversation.messages if m.key not in known]
-        summary.skipped["already imported"] += len(conversation.messages) - len(fresh)
+        fresh = []
+        for message in conversation.messages:
+            reason = seen.why_not(message)
+            if reason is None:
+                fresh.append(message)
+            else:
+                summary.skipped[reason] += 1
         if not fresh:
             continue
         summary.conversations += 1
@@ -77,8 +118,6 @@ def _rows(parsed: Parsed, known: set[str], summary: Summary) -> list[TurnIn]:
                     new_session=whole and n == 0,
                 )
             )
-    if not summary.skipped["already imported"]:
-        del summary.skipped["already imported"]
     return rows
 
 
@@ -91,8 +130,10 @@ def import_history(
     now: str,
     extract: bool = False,
     on_row: Callable[[int], None] | None = None,
+    include_purged: bool = False,
 ) -> Summary:
-    """Write ``parsed`` into ``profile``'s ledger in one transaction and return the summary.
+    """Write ``parsed`` into ``profile``'s ledger in one transaction and return the summary
+    (messages already stored, or erased by a purge unless ``include_purged``, are skipped).
 
     ``gap_s``: the session gap (seconds); ``now``: stored UTC time stamped on queued jobs.
     With ``extract``, an extraction job is queued for every imported reply that answers the
@@ -102,9 +143,7 @@ def import_history(
     """
     summary = Summary(parsed.fmt, skipped=Counter(parsed.skipped))
     with write(conn):
-        keys = [m.key for c in parsed.conversations for m in c.messages]
-        known = sources.known_source_keys(conn, profile, keys)
-        rows = _rows(parsed, known, summary)
+        rows = _rows(parsed, _Seen(conn, profile, parsed, include_purged), summary)
         if on_row is not None:
             on_row(len(rows))
 

@@ -88,12 +88,16 @@ def _act_as(conn: sqlite3.Connection, profile: Any) -> None:
 
 
 def import_records(
-    conn: sqlite3.Connection, records: Iterable[tuple[int, dict[str, Any]]]
+    conn: sqlite3.Connection,
+    records: Iterable[tuple[int, dict[str, Any]]],
+    *,
+    include_purged: bool = False,
 ) -> archive.ImportCounts:
     """Write ``(line number, record)`` pairs of a rheo export in one transaction (see
     `archive.import_records`, whose rules hold), the knowledge base included; returns what
-    was added per kind and how many records were already stored. Raises InvalidInput naming
-    the line of the first bad record; then nothing is written."""
+    was added per kind, how many records were already stored, and how many were left out
+    because a purge of this store erased them (all imported with ``include_purged``). Raises
+    InvalidInput naming the line of the first bad record; then nothing is written."""
     kb: list[tuple[int, dict[str, Any]]] = []
     postgres = dialect(conn) == "postgres"
 
@@ -112,9 +116,9 @@ def import_records(
         if postgres:
             for profile, group in itertools.groupby(others(), key=_profile):
                 _act_as(conn, profile)
-                _merge(counts, archive.import_records(conn, group))
+                _merge(counts, archive.import_records(conn, group, include_purged=include_purged))
         else:
-            _merge(counts, archive.import_records(conn, others()))
+            _merge(counts, archive.import_records(conn, others(), include_purged=include_purged))
         for profile, group in itertools.groupby(kb, key=_profile):
             items = list(group)
             if not isinstance(profile, str) or not profile:
@@ -124,10 +128,14 @@ def import_records(
             except InvalidInput as exc:
                 raise InvalidInput(f"line {items[0][0]}: {exc}") from None
             _act_as(conn, profile)
-            added, present = kb_transfer.import_records(conn, profile, items)
+            purged = set() if include_purged else archive.purged_keys(conn, profile)
+            added, present, left_out = kb_transfer.import_records(
+                conn, profile, items, purged=purged
+            )
             for kind, n in added.items():
                 counts.added[kind] += n
             counts.present += present
+            counts.purged += left_out
     return counts
 
 
@@ -147,3 +155,4 @@ def _merge(into: archive.ImportCounts, part: archive.ImportCounts) -> None:
     for kind, n in part.added.items():
         into.added[kind] = into.added.get(kind, 0) + n
     into.present += part.present
+    into.purged += part.purged

@@ -340,3 +340,62 @@ def test_a_file_with_no_readable_conversation_is_an_error(home: Path, tmp_path: 
     chats.write_text("[]")
     done = run_rheo("import-history", "chatgpt", str(chats))
     assert done.returncode == 1 and b"no chatgpt conversation" in done.stderr
+
+
+def renamed_ids(fmt: str, path: Path, out: Path) -> Path:
+    """A copy of the history ``path`` with every message id changed (the same messages)."""
+    if fmt == "llm":
+        import shutil
+
+        shutil.copy(path, out)
+        with sqlite3.connect(out) as conn:
+            conn.execute("UPDATE responses SET id = 'renamed-' || id")
+        return out
+    data = json.loads(path.read_text())
+    for conversation in data:
+        if fmt == "chatgpt":
+            for node in conversation["mapping"].values():
+                if node.get("message"):
+                    node["message"]["id"] = "renamed-" + str(node["message"].get("id"))
+        else:
+            for message in conversation["chat_messages"]:
+                message["uuid"] = "renamed-" + message["uuid"]
+    out.write_text(json.dumps(data))
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["chatgpt", "claude", "llm"])
+def test_the_same_messages_under_other_ids_are_already_imported(
+    rheo, home: Path, llm_db: Path, tmp_path: Path, fmt: str
+) -> None:
+    path = {"chatgpt": CHATGPT, "claude": CLAUDE, "llm": llm_db}[fmt]
+    first = json.loads(rheo("import-history", fmt, str(path), "--json").stdout)
+    before = store(home)
+    for n in range(2):  # three imports in all, the ids changed each time
+        other = renamed_ids(fmt, path, tmp_path / f"renamed-{n}-{path.name}")
+        if n:
+            other = renamed_ids(fmt, other, tmp_path / f"renamed-again-{path.name}")
+        again = json.loads(rheo("import", str(other), "--from", fmt, "--json").stdout)
+        assert again["turns"] == 0, again
+        assert again["skipped"]["already imported"] == first["turns"]
+    assert store(home) == before
+
+
+@pytest.mark.parametrize("fmt", ["chatgpt", "claude"])
+def test_a_purged_message_is_not_imported_again(rheo, home: Path, fmt: str) -> None:
+    path = {"chatgpt": CHATGPT, "claude": CLAUDE}[fmt]
+    first = json.loads(rheo("import-history", fmt, str(path), "--json").stdout)
+    gone = db_rows(home, "SELECT id, content FROM turns ORDER BY id LIMIT 1")[0]
+    assert rheo("purge", "turn", str(gone["id"]), "--yes").exit_code == 0
+    again = json.loads(rheo("import-history", fmt, str(path), "--json").stdout)
+    erased = "erased by 'rheo purge' (--include-purged brings them back)"
+    assert again["turns"] == 0 and again["skipped"][erased] == 1
+    assert again["skipped"]["already imported"] == first["turns"] - 1
+    assert gone["content"] not in [r[0] for r in db_rows(home, "SELECT content FROM turns")]
+    text = rheo("import-history", fmt, str(path))
+    assert f"1  {erased}" in text.stdout
+    back = json.loads(
+        rheo("import-history", fmt, str(path), "--include-purged", "--json").stdout
+    )
+    assert back["turns"] == 1
+    assert gone["content"] in [r[0] for r in db_rows(home, "SELECT content FROM turns")]

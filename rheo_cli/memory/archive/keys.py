@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -291,3 +292,19 @@ def keys_for(
 
 
 _TURN_COLUMNS = "id, profile, session_id, ts, role, content, model, status"
+
+
+def turn_bases_at(conn: sqlite3.Connection, profile: str, times: Iterable[str]) -> Counter[str]:
+    """How many stored turns of ``profile`` have each turn base key (`turn_base`), among the
+    turns at these stored UTC ``times`` (the candidates an import compares by content)."""
+    found: Counter[str] = Counter()
+    wanted = sorted(set(times))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE profile = ? AND ts IN ({marks})",
+            (profile, *chunk),
+        ).fetchall():
+            found[turn_base(r)] += 1
+    return found

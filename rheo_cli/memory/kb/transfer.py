@@ -4,9 +4,11 @@ A ``kb_document`` record is one version of a document (source, title, the SHA-25
 text, version, status, times, the key of the version that replaced it); its ``kb_chunk``
 records follow it, in order. Keys are computed from content, like every other record's: a
 document's from its profile, source, version, SHA-256 and time added; a chunk's from its
-document's key and its place — so importing a file twice adds nothing, and a re-export of an
-imported store is the file it came from. Status changes after the export are not merged: a
-document already stored keeps its own status.
+document's key and its place. An import computes them again from each record (the file's
+keys only name records within it), so importing a file twice adds nothing, whatever keys it
+gives, and a re-export of an imported store is the file it came from. A record whose key a
+purge of the profile erased is left out (unless the caller includes purged records). Status
+changes after the export are not merged: a document already stored keeps its own status.
 """
 
 from __future__ import annotations
@@ -142,11 +144,17 @@ def _int(rec: dict[str, Any], line: int, name: str, low: int) -> int:
 
 
 def import_records(
-    conn: sqlite3.Connection, profile: str, records: Iterable[tuple[int, dict[str, Any]]]
-) -> tuple[dict[str, int], int]:
+    conn: sqlite3.Connection,
+    profile: str,
+    records: Iterable[tuple[int, dict[str, Any]]],
+    *,
+    purged: set[str] | frozenset[str] = frozenset(),
+) -> tuple[dict[str, int], int, int]:
     """Write ``profile``'s knowledge-base records (``(line number, record)``, as
-    `export_records` makes them) inside the caller's transaction; records whose key is
-    already stored are skipped. Returns ``(added per kind, already present)``.
+    `export_records` makes them) inside the caller's transaction; records whose key, computed
+    from their content, is already stored are skipped, and so are those whose key is in
+    ``purged`` (what purges erased, with what refers to them). Returns ``(added per kind,
+    already present, left out as purged)``.
 
     An active version whose text (SHA-256) is the active version here — the same file added
     to both stores — is already there: it and its chunks are counted as present.
@@ -155,22 +163,37 @@ def import_records(
     not stored or before it, or an active version of a document that is already active here
     in a version with other text (remove it first with ``rheo kb remove``)."""
     known = keys(conn, profile)
+    file: dict[str, int | None] = {}  # the file's keys -> local ids (None: left out as purged)
+    content: dict[str, str] = {}  # the file's document keys -> their content keys
     same: set[str] = set()  # document keys of the file standing for an identical active version
     added = dict.fromkeys(KINDS, 0)
-    present = 0
+    present = left_out = 0
     links: list[tuple[int, int, str]] = []
     for line, rec in records:
         key = rec.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"line {line}: key and profile must be text")
-        if key in known:
-            present += 1
+        if key in file:
+            present += 1  # the same record again (a file holding an export twice)
             continue
         if rec["type"] == "kb_document":
             status = rec.get("status")
             if status not in STATUSES:
                 raise InvalidInput(f"line {line}: status must be one of {', '.join(STATUSES)}")
             source = _text(rec, line, "source")
+            own = document_key({
+                "profile": profile, "source": source, "version": _int(rec, line, "version", 1),
+                "sha256": _text(rec, line, "sha256"), "added_at": _time(rec, line, "added_at"),
+            })  # fmt: skip
+            content[key] = own
+            if own in known:
+                file[key] = known[own]
+                present += 1
+                continue
+            if own in purged:
+                file[key] = None
+                left_out += 1
+                continue
             active = (
                 conn.execute(
                     "SELECT id, sha256 FROM kb_documents WHERE profile = ? AND source = ? "
@@ -182,7 +205,7 @@ def import_records(
             )
             if active is not None and active[1] == _text(rec, line, "sha256"):
                 # The same text is active here already (added to both stores): it is there.
-                known[key] = int(active[0])
+                file[key] = int(active[0])
                 same.add(key)
                 present += 1
                 continue
@@ -203,28 +226,42 @@ def import_records(
             if rec.get("replaced_by") is not None:
                 links.append((int(new_id), line, str(rec["replaced_by"])))
             added["kb_document"] += 1
+            known[own] = int(new_id)
         else:
             document = rec.get("document")
-            if not isinstance(document, str) or document not in known:
+            if not isinstance(document, str) or document not in file:
                 raise InvalidInput(f"line {line}: document {document!r} is not a record before it")
+            own = chunk_key(content[document], _int(rec, line, "ordinal", 0))
             if document in same:  # a chunk of a version already here: its own chunks stand
                 present += 1
+                continue
+            if own in known:
+                file[key] = known[own]
+                present += 1
+                continue
+            if file[document] is None or own in purged:
+                file[key] = None
+                left_out += 1
                 continue
             new_id = conn.execute(
                 "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
                 "VALUES (?, ?, ?, ?, ?) RETURNING id",
                 (
-                    known[document], profile, _int(rec, line, "ordinal", 0),
+                    file[document], profile, _int(rec, line, "ordinal", 0),
                     _text(rec, line, "heading"), _text(rec, line, "content"),
                 ),
             ).fetchone()[0]  # fmt: skip
             added["kb_chunk"] += 1
-        known[key] = int(new_id)
+            known[own] = int(new_id)
+        file[key] = int(new_id)
     for doc_id, line, target in links:
-        if target not in known:
+        if target not in file and target not in known:
             raise InvalidInput(f"line {line}: replaced_by {target!r} is not in the file")
+        replacement = file[target] if target in file else known[target]
+        if replacement is None:  # the newer version was purged: this one has no successor
+            continue
         conn.execute(
             "UPDATE kb_documents SET replaced_by = ? WHERE id = ? AND profile = ?",
-            (known[target], doc_id, profile),
+            (replacement, doc_id, profile),
         )
-    return added, present
+    return added, present, left_out
