@@ -9,6 +9,7 @@ import typer
 
 from ..errors import UsageError
 from ..ui.output import echo, print_json, safe
+from . import copies
 from .errors import command, say_error
 from .options import MAX_ID, Json, Profile
 from .state import runtime_for
@@ -120,7 +121,14 @@ def purge(
     Unlike 'memory forget', nothing is kept: the content leaves the tables, the search
     indexes and the file itself (freed space is overwritten and the file compacted; on
     PostgreSQL the touched tables are rewritten). What was learnt from a purged turn goes
-    with it. A tombstone records what was erased and when.
+    with it: the facts it stated, the digest of its session (written again from the turns
+    left), the history entries that quote it; and what it did is undone — a fact it replaced
+    or an open item it closed comes back, its reinforcements are taken back. A tombstone
+    records what was erased and when (with the records' content keys, never the text), so
+    'rheo import' of an older export leaves them out.
+
+    Backups and exports made before the purge still hold the text: the result names those
+    rheo wrote that still exist. Delete them to erase it everywhere.
 
     A session is named by the number 'rheo sessions list' shows (s3, or just 3); numbers
     never shift, so a purged session leaves a gap.
@@ -156,7 +164,10 @@ def purge(
     ]
     typed = {t.content for t in user_turns}
     question = _describe(rt, target, shown, user_turns)
-    if not yes and not _confirm(f"Erase {question} for good? This cannot be undone."):
+    if not yes and not _confirm(
+        f"Erase {question} for good? This cannot be undone (earlier backups and exports "
+        "keep their copy)."
+    ):
         say_error("nothing erased")
         raise typer.Exit(1)
     done = engine.purge(rt.conn, target, now=rt.now())
@@ -167,6 +178,7 @@ def purge(
         history.unlink(missing_ok=True)
     else:
         _scrub_input_history(history, typed)
+    earlier = copies.holding(rt.paths, rt.profile)
     if json_out:
         print_json(
             {
@@ -176,6 +188,7 @@ def purge(
                 "vacuumed": done.vacuumed,
                 "wal_truncated": done.wal_truncated,
                 **({"not_rewritten": done.not_rewritten} if rt.store_url else {}),
+                "earlier_copies": earlier,
             }
         )
         return
@@ -197,3 +210,23 @@ def purge(
             "note: another process holds the database, so the file could not be compacted "
             "yet; freed space is overwritten, and the next purge compacts it"
         )
+    say_error(_copies_note(earlier, server=bool(rt.store_url)))
+
+
+def _copies_note(earlier: list[str], *, server: bool) -> str:
+    """The note that copies made before the purge still hold the text: those rheo wrote
+    (``earlier``, newest first; the first `copies.SHOWN` named), and on PostgreSQL the
+    server's own."""
+    where = "; the server's own backups, archived WAL and replicas may too" if server else ""
+    if not earlier:
+        return (
+            "note: backups and exports made before this purge still hold what it erased "
+            f"(rheo wrote none that still exist{where})"
+        )
+    named = ", ".join(earlier[: copies.SHOWN])
+    more = f" and {len(earlier) - copies.SHOWN} more" if len(earlier) > copies.SHOWN else ""
+    return (
+        "note: backups and exports made before this purge still hold what it erased; "
+        f"rheo wrote these, which still exist: {named}{more}{where} (delete them to erase "
+        "it everywhere)"
+    )

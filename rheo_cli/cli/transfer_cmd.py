@@ -13,6 +13,7 @@ import typer
 
 from ..errors import RheoError, UsageError
 from ..ui.output import echo, print_json
+from . import copies
 from .errors import command, say_error
 from .options import Json, Profile
 from .state import runtime_for
@@ -84,6 +85,7 @@ def backup(
         with exchange.snapshot(rt.conn):
             records = exchange.export_records(rt.conn, [rt.profile])
             count = _write_export(records, target, point="backup.copy")
+        copies.note(rt.paths, target, kind="backup", profiles=[rt.profile])
         size = target.stat().st_size
         if json_out:
             print_json(
@@ -102,6 +104,7 @@ def backup(
         )
         return
     size = archive.backup(rt.conn, target)
+    copies.note(rt.paths, target, kind="backup", profiles=None)  # every profile of the file
     if json_out:
         print_json({"backup": str(path.absolute()), "bytes": size})
         return
@@ -146,6 +149,7 @@ def export(
             rheo_jsonl.write(records, sys.stdout)
             return
         count = _write_export(records, output)
+    copies.note(rt.paths, output, kind="export", profiles=names)
     say_error(f"exported {count - 1} records of {', '.join(names) or 'no profile'} to {output}")
 
 
@@ -165,13 +169,23 @@ def import_(
         str | None,
         typer.Option("--profile", "-p", metavar="NAME", help="Profile for other tools' history."),
     ] = None,
+    include_purged: Annotated[
+        bool,
+        typer.Option(
+            "--include-purged",
+            help="Also bring back records 'rheo purge' erased from this store (left out "
+            "otherwise).",
+        ),
+    ] = False,
 ) -> None:
     """Import a file made by 'rheo export' (into the profiles it names), or another tool's
     chat history.
 
-    Records already stored are skipped, so importing a file twice adds nothing the second
-    time. The whole file is checked and written in one transaction: a malformed line is
-    reported with its number and nothing is imported.
+    Records already stored are skipped — recognised by their content, whatever keys the
+    file gives them — so importing a file twice adds nothing the second time. Records that
+    'rheo purge' erased from this store (an export made before the purge holds them) are
+    left out and counted, unless --include-purged. The whole file is checked and written in
+    one transaction: a malformed line is reported with its number and nothing is imported.
 
     \b
     Examples:
@@ -194,7 +208,10 @@ def import_(
         except OSError:
             history = ""
     if history in HISTORY_FORMATS:
-        import_history(fmt=history, file=file, extract=False, json_out=json_out, profile=profile)
+        import_history(
+            fmt=history, file=file, extract=False, json_out=json_out, profile=profile,
+            include_purged=include_purged,
+        )  # fmt: skip
         return
 
     try:
@@ -209,11 +226,24 @@ def import_(
             raise UsageError(str(exc)) from None
         rt = runtime_for(None)
         try:
-            counts = exchange.import_records(rt.conn, reader.read(data))
+            counts = exchange.import_records(
+                rt.conn, reader.read(data), include_purged=include_purged
+            )
         except (InvalidInput, ValueError) as exc:
             raise RheoError(f"{file}: {exc}; nothing was imported") from None
     if json_out:
-        print_json({"added": counts.added, "already_present": counts.present})
+        print_json(
+            {
+                "added": counts.added,
+                "already_present": counts.present,
+                "left_out_purged": counts.purged,
+            }
+        )
         return
     added = ", ".join(f"{n} {k.replace('_', ' ')}s" for k, n in counts.added.items() if n)
     echo(f"imported {added or 'nothing new'}; {counts.present} already present")
+    if counts.purged:
+        say_error(
+            f"note: left out {counts.purged} record(s) that 'rheo purge' erased from this "
+            "store; --include-purged brings them back"
+        )

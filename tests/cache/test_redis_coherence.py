@@ -201,3 +201,42 @@ def test_garbage_entries_are_a_miss_with_one_notice_naming_the_cache(
     # The backfill replaced it: the next read is a clean hit.
     again = rheo("context", "what is my cat called?")
     assert again.stderr == "" and "Miso" in again.stdout
+
+
+def redis_holds(client: Any, word: bytes) -> list[bytes]:
+    """The keys of Redis whose name or any field or value holds ``word``."""
+    found = []
+    for key in client.scan_iter(count=1000):
+        kind = client.type(key)
+        blobs = [key]
+        if kind == b"hash":
+            for field, value in client.hgetall(key).items():
+                blobs += [field, value]
+        elif kind == b"string":
+            blobs.append(client.get(key) or b"")
+        if any(word in blob for blob in blobs):
+            found.append(key)
+    return found
+
+
+@pytest.mark.parametrize("what", ["memory", "turn"])
+def test_after_a_purge_redis_holds_nothing_of_the_purged_text(
+    rheo, api, store, redis_server, client, tenant, monkeypatch, what
+):
+    from fakeapi import text
+
+    monkeypatch.setenv("RHEO_REDIS_URL", redis_server[1])
+    mark = "ZORBLAX77"
+    if what == "turn":  # learnt in the turn itself ("remember that ..."), from turn 1
+        api.queue(text("Noted."))
+        assert rheo("ask", f"remember that the courier is {mark}").exit_code == 0
+    else:
+        assert rheo("memory", "add", "--topic", "courier", f"The courier is {mark}").exit_code == 0
+    assert rheo("memory", "add", "--topic", "pet", FACT).exit_code == 0
+    assert mark in rheo("context", "who is the courier?").stdout
+    assert redis_holds(client, mark.encode())  # cached
+    assert rheo("purge", what, "1", "--yes").exit_code == 0
+    assert redis_holds(client, mark.encode()) == []
+    again = rheo("context", "who is the courier?")
+    assert again.exit_code == 0 and mark not in again.stdout and "Miso" in again.stdout
+    assert redis_holds(client, b"Miso") and redis_holds(client, mark.encode()) == []

@@ -394,8 +394,6 @@ def test_a_purged_message_is_not_imported_again(rheo, home: Path, fmt: str) -> N
     assert gone["content"] not in [r[0] for r in db_rows(home, "SELECT content FROM turns")]
     text = rheo("import-history", fmt, str(path))
     assert f"1  {erased}" in text.stdout
-    back = json.loads(
-        rheo("import-history", fmt, str(path), "--include-purged", "--json").stdout
-    )
+    back = json.loads(rheo("import-history", fmt, str(path), "--include-purged", "--json").stdout)
     assert back["turns"] == 1
     assert gone["content"] in [r[0] for r in db_rows(home, "SELECT content FROM turns")]

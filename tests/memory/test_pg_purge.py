@@ -154,6 +154,48 @@ def test_a_purged_turn_leaves_no_bytes_in_the_table_files_and_other_tenants_keep
     conn.close()
 
 
+def test_the_history_of_a_kept_fact_leaves_no_bytes_when_its_closing_turn_is_purged(url):
+    """An open item closed by a turn quoting the word, a fact replaced by one, a
+    reinforcement and a retraction asked for in it: the purge of that turn keeps the items
+    and their other history, and no table, TOAST or index file holds the word."""
+    from rheo_cli.memory.facts import curation
+    from rheo_cli.memory.facts.events import history
+
+    conn = db.open_url(url, tenant="acme")
+    settings = Settings()
+
+    def say(text: str, minute: int) -> int:
+        when = T0 + timedelta(minutes=minute)
+        return turns.append_turn(conn, profile="acme", role="user", content=text, now=when,
+                                 gap_s=7200).turn.id  # fmt: skip
+
+    def learn(turn_id: int, fact: Fact, minute: int, **kw: Any) -> Any:
+        return remember(conn, fact, source="extractor", now=T0 + timedelta(minutes=minute),
+                        settings=settings, source_turn_id=turn_id, **kw)  # fmt: skip
+
+    invoice = learn(say("I'll send the invoice", 1), Fact("open_item", "invoice",
+                                                          "Send the invoice"), 1).item  # fmt: skip
+    lyon = learn(say("I live in Lyon", 2), Fact("fact", "city", "Lives in Lyon"), 2).item
+    tea = learn(say("I like green tea", 3), Fact("preference", "tea", "Green tea"), 3).item
+    secret = say(f"sent the invoice by {WORD}, moved to {WORD} Paris, I like green tea", 4)
+    learn(secret, Fact("open_item", "invoice", f"Sent the invoice by {WORD}"), 4,
+          relation="done", target_id=invoice.id)  # fmt: skip
+    learn(secret, Fact("fact", "city", f"Lives on {WORD} street, Paris"), 4)
+    learn(secret, Fact("preference", "tea", "Green tea"), 4)
+    curation.forget(conn, "acme", tea.id, T0, cause=f'the person asked: "{WORD}"',
+                    source_turn_id=secret)  # fmt: skip
+    conn.execute("VACUUM " + ", ".join(pg_schema.M002_TABLES))
+    assert {"memory_events", "turns"} <= set(files_hold(url))
+    done = engine.purge(conn, engine.plan(conn, profile="acme", what="turn", ref_id=secret),
+                        now=T0 + timedelta(days=1))  # fmt: skip
+    assert done.vacuumed, done.not_rewritten
+    assert files_hold(url) == []
+    kept = {r[0]: r[1] for r in conn.execute("SELECT id, status FROM memory_items").fetchall()}
+    assert kept == {invoice.id: "active", lyon.id: "active", tea.id: "retracted"}
+    assert [e.kind for e in history(conn, "acme", tea.id)] == ["created", "retracted"]
+    conn.close()
+
+
 def test_without_the_rewrite_the_files_keep_the_text(url):
     """The control: the same rows deleted through the bypass, then a plain VACUUM, leave the
     text in the table and index files — which is why the purge rewrites them."""

@@ -159,3 +159,43 @@ def test_purge_profile_removes_its_input_history(rheo, api, home):
     assert rheo("purge", "profile", "work", "--yes").exit_code == 0
     assert not (home / "history" / "work").exists()
     assert rheo("-p", "work", "history", "recent").stdout.strip() == "(no turns)"
+
+
+def test_the_history_of_kept_facts_leaves_no_bytes_when_the_turn_it_quotes_is_purged(tmp_path):
+    """An open item closed by the turn, a fact it replaced, a reinforcement and a retraction
+    it asked for: the items and their other history stay, the word leaves the file."""
+    from rheo_cli.memory.facts import curation
+
+    db = tmp_path / "rheo.db"
+    conn = open_store(db)
+    settings = Settings()
+
+    def say(text: str, minute: int) -> int:
+        when = T0 + timedelta(minutes=minute)
+        return turns.append_turn(conn, profile="default", role="user", content=text, now=when,
+                                 gap_s=7200).turn.id  # fmt: skip
+
+    def learn(turn_id: int, fact: Fact, minute: int, **kw):
+        return remember(conn, fact, source="extractor", now=T0 + timedelta(minutes=minute),
+                        settings=settings, source_turn_id=turn_id, **kw)  # fmt: skip
+
+    invoice = learn(say("I'll send the invoice", 1),
+                    Fact("open_item", "invoice", "Send the invoice"), 1).item  # fmt: skip
+    lyon = learn(say("I live in Lyon", 2), Fact("fact", "city", "Lives in Lyon"), 2).item
+    tea = learn(say("I like green tea", 3), Fact("preference", "tea", "Green tea"), 3).item
+    secret = say(f"sent the invoice by {WORD}, moved to {WORD} Paris, I like green tea", 4)
+    learn(secret, Fact("open_item", "invoice", f"Sent the invoice by {WORD}"), 4,
+          relation="done", target_id=invoice.id)  # fmt: skip
+    learn(secret, Fact("fact", "city", f"Lives on {WORD} street, Paris"), 4)
+    learn(secret, Fact("preference", "tea", "Green tea"), 4)
+    curation.forget(conn, "default", tea.id, T0, cause=f'the person asked: "{WORD}"',
+                    source_turn_id=secret)  # fmt: skip
+    assert found_in_file(db)
+    done = engine.purge(conn, engine.plan(conn, profile="default", what="turn", ref_id=secret),
+                        now=T0 + timedelta(days=1))  # fmt: skip
+    assert done.vacuumed and done.wal_truncated
+    assert not found_in_file(db)
+    kept = dict(conn.execute("SELECT id, status FROM memory_items").fetchall())
+    assert kept == {invoice.id: "active", lyon.id: "active", tea.id: "retracted"}
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
