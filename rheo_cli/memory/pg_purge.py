@@ -30,7 +30,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from . import purge_undo
-from .purge import Purged, Target, Work, prepare, tombstone
+from .purge import Purged, Target, Work, prepare, requeue, tombstone
 from .store import crash
 from .store.db import write
 from .store.errors import InvalidInput
@@ -90,6 +90,7 @@ def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dic
     run("DELETE FROM turns WHERE profile = ? AND id = ANY(?)", turns, "turns")
     run("DELETE FROM sessions WHERE profile = ? AND id = ANY(?)", target.sessions_emptied,
         "sessions")  # fmt: skip
+    requeue(conn, profile, work, ts)
     for session_id in sorted(set(target.sessions_touched) - set(target.sessions_emptied)):
         conn.execute(
             "UPDATE sessions SET turns = (SELECT count(*) FROM turns WHERE session_id = ? "

@@ -64,6 +64,8 @@ class Target:
     sessions_touched: list[int]
     items: list[int]
     digests: list[int]
+    events: list[int] = field(default_factory=list)
+    """Events of kept items learnt from the turns without citing them (`purge_undo.uncited`)."""
 
     def describe(self) -> str:
         """A short line for the confirmation prompt: what will be erased, with counts."""
@@ -140,7 +142,13 @@ def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | Non
                 "AND profile = ?", turns, profile)  # fmt: skip
     digests = _in(conn, "SELECT id FROM digests WHERE session_id IN ({ids}) AND profile = ?",
                   touched, profile)  # fmt: skip
-    return Target(what, profile, ref_id, turns, emptied, touched, items, digests)
+    if emptied:
+        return Target(what, profile, ref_id, turns, emptied, touched, items, digests)
+    # The session keeps turns: what its digest learnt without citing one may be the purged
+    # turn's, so it goes too (the digest is written again from the turns left).
+    more, events = purge_undo.uncited(conn, profile, digests)
+    items = sorted({*items, *more})
+    return Target(what, profile, ref_id, turns, emptied, touched, items, digests, events)
 
 
 @dataclass(frozen=True)
@@ -152,6 +160,8 @@ class Work:
     undo: purge_undo.Undo
     keys: list[str]
     readers: list[int]
+    redigest: list[int] = field(default_factory=list)
+    """Kept sessions whose digest goes: queued to be digested again from the turns left."""
 
 
 def prepare(conn: sqlite3.Connection, target: Target) -> Work:
@@ -167,7 +177,9 @@ def prepare(conn: sqlite3.Connection, target: Target) -> Work:
         }
         every.update(kb_keys(conn, profile))
         return Work(purge_undo.Undo(), sorted(every), [])
-    undo = purge_undo.prepare(conn, profile=profile, turns=target.turns, items=target.items)
+    undo = purge_undo.prepare(
+        conn, profile=profile, turns=target.turns, items=target.items, events=target.events
+    )
     own_events = _in(conn, "SELECT id FROM memory_events WHERE item_id IN ({ids}) "
                      "AND profile = ?", target.items, profile)  # fmt: skip
     keys = keys_for(
@@ -180,7 +192,25 @@ def prepare(conn: sqlite3.Connection, target: Target) -> Work:
         events=[*own_events, *undo.erased, *undo.reworded],
     )
     kept = [s for s in target.sessions_touched if s not in target.sessions_emptied]
-    return Work(undo, keys, purge_undo.readers(conn, profile, kept, target.turns))
+    digested = _in(conn, "SELECT session_id FROM digests WHERE id IN ({ids}) AND profile = ?",
+                   target.digests, profile)  # fmt: skip
+    return Work(
+        undo,
+        keys,
+        purge_undo.readers(conn, profile, kept, target.turns),
+        sorted(set(digested) & set(kept)),
+    )
+
+
+def requeue(conn: sqlite3.Connection, profile: str, work: Work, ts: str) -> None:
+    """Queue the digest job of each kept session whose digest the purge erased (its old job
+    is erased with it), so the digest is written again from the turns left."""
+    for session_id in work.redigest:
+        conn.execute(
+            "INSERT INTO jobs(profile, kind, ref_id, created_at, updated_at) "
+            "VALUES (?, 'digest', ?, ?, ?)",
+            (profile, session_id, ts, ts),
+        )
 
 
 def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
@@ -246,6 +276,7 @@ def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dic
         "jobs")  # fmt: skip
     run("DELETE FROM turns WHERE id IN ({ids})", turns, "turns")
     run("DELETE FROM sessions WHERE id IN ({ids})", target.sessions_emptied, "sessions")
+    requeue(conn, target.profile, work, ts)
     for session_id in set(target.sessions_touched) - set(target.sessions_emptied):
         conn.execute(
             "UPDATE sessions SET turns = (SELECT count(*) FROM turns WHERE session_id = ?), "

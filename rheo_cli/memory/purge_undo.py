@@ -11,6 +11,10 @@ Precisely, with T the purged turns and I the erased items:
   replaced or flagged against a fact of T, an eviction to make room for one — erased;
 - the events of kept items about an item of I (``superseded``: "replaced by #B: <B's
   words>", ``conflict_flagged``) — erased, as they quote or describe it;
+- what the digest of a session that loses a turn wrote without citing a turn (rheo files
+  such a fact under the session's last person turn, so it may come from the purged one):
+  its items join I, its reinforcements and closings of kept items are erased (`uncited`);
+  the digest itself goes and is queued to be written again from the turns left;
 - the extraction jobs (their notes quote what was read) of the purged turns and of the
   replies that answered a purged question (`readers`).
 
@@ -146,18 +150,79 @@ def _cites(event: _Event, turns: set[int]) -> bool:
     return found is not None and int(found.group(1)) in turns
 
 
+def _label(value: Any) -> str:
+    return " ".join(str(value or "").split())
+
+
+def uncited(
+    conn: sqlite3.Connection, profile: str, digests: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """What the ``digests`` (of sessions that keep some turns) wrote without citing a turn:
+    ``(items it created, events of other items it wrote: reinforcements, closings)``, found
+    by the digest's own list of facts (those with no ``turn_id``) among the items and events
+    of source ``digest`` filed under a turn of its session."""
+    items: list[int] = []
+    found: list[int] = []
+    for digest_id in digests:
+        row = conn.execute(
+            "SELECT session_id, facts FROM digests WHERE id = ? AND profile = ?",
+            (digest_id, profile),
+        ).fetchone()
+        try:
+            facts = json.loads(row["facts"] or "[]") if row is not None else []
+        except ValueError:
+            facts = []
+        labels = {
+            _label(f.get("label"))
+            for f in facts if isinstance(f, dict) and f.get("turn_id") is None
+        }  # fmt: skip
+        labels.discard("")
+        if not labels:
+            continue
+        session = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT id FROM turns WHERE session_id = ? AND profile = ?",
+                (row["session_id"], profile),
+            ).fetchall()
+        ]
+        for chunk in _chunks(session):
+            marks = ",".join("?" * len(chunk))
+            items += [
+                int(r["id"])
+                for r in conn.execute(
+                    "SELECT id, label FROM memory_items WHERE profile = ? AND source = 'digest' "
+                    f"AND source_turn_id IN ({marks})",
+                    (profile, *chunk),
+                ).fetchall()
+                if _label(r["label"]) in labels
+            ]
+        found += [
+            e.id
+            for e in _events_where(conn, profile, "source_turn_id", session)
+            if e.kind in ("reinforced", "done")
+            and "(digest)" in e.cause
+            and _label(e.data.get("wording")) in labels
+        ]
+    return sorted(set(items)), sorted(set(found))
+
+
 def prepare(
     conn: sqlite3.Connection,
     *,
     profile: str,
     turns: Sequence[int],
     items: Sequence[int],
+    events: Sequence[int] = (),
 ) -> Undo:
     """What to take back from the kept items of ``profile`` when ``turns`` and ``items`` are
-    erased (see the module docstring). Reads only; call inside the purge's transaction."""
+    erased, with ``events`` (of kept items, learnt from ``turns`` without citing them: see
+    `uncited`) — see the module docstring. Reads only; call inside the purge's
+    transaction."""
     undo = Undo()
-    gone_turns, gone_items = set(turns), set(items)
+    gone_turns, gone_items, learnt = set(turns), set(items), set(events)
     found = {e.id: e for e in _events_where(conn, profile, "source_turn_id", turns)}
+    found.update({e.id: e for e in _events_where(conn, profile, "id", events)})
     found.update({e.id: e for e in _events_where(conn, profile, "related_item_id", items)})
     if gone_turns:
         legacy = conn.execute(
@@ -170,7 +235,7 @@ def prepare(
     for event in found.values():
         if event.item_id in gone_items:
             continue  # erased with its item
-        if _cites(event, gone_turns):
+        if event.id in learnt or _cites(event, gone_turns):
             if event.kind == "retracted":
                 undo.reworded.append(event.id)
             else:

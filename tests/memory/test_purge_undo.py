@@ -329,3 +329,41 @@ def test_the_tombstone_lists_the_keys_an_export_gave_the_erased_records(conn, wh
     # exactly what is gone, by the keys it had
     assert listed == every_before - every_after
     assert len(listed) == (4 if what == "turn" else len(every_before))  # turn, item, 2 events
+
+
+def test_what_a_dropped_digest_learnt_without_citing_a_turn_goes_and_the_digest_is_queued(conn):
+    from rheo_cli.memory import jobs
+    from rheo_cli.memory.ledger.digests import store_digest
+
+    talk = Talk(conn)
+    tea_turn = talk.turn("I like green tea")
+    tea = talk.learn(tea_turn, Fact("preference", "tea", "Likes green tea")).item
+    secret = talk.turn(f"my courier is {MARK}, and I still like green tea")
+    last = talk.turn("see you tomorrow")
+    session = turns.get_turns(conn, "default", [last])[0].session_id
+    facts = [{"category": "fact", "topic": "courier", "label": f"Courier is {MARK}",
+              "turn_id": None},
+             {"category": "preference", "topic": "tea", "label": "Likes green tea",
+              "turn_id": None},
+             {"category": "fact", "topic": "farewell", "label": "Says see you tomorrow",
+              "turn_id": last}]  # fmt: skip
+    store_digest(conn, profile="default", session_id=session, narrative=f"About {MARK}.",
+                 facts=facts, procedures=[], decisions=[], source_turn_ids=[secret],
+                 model="m", created_at="2026-04-02T09:00:00.000Z")  # fmt: skip
+    for fact in facts:  # as the digest job writes them: an uncited fact under the last turn
+        remember(conn, Fact(fact["category"], fact["topic"], fact["label"]), source="digest",
+                 now=talk.when(), settings=SETTINGS, source_turn_id=last)  # fmt: skip
+    assert get_item(conn, "default", tea.id).reinforcements == 2
+    target = engine.plan(conn, profile="default", what="turn", ref_id=secret)
+    labels = [get_item(conn, "default", i).label for i in target.items]
+    assert labels == [f"Courier is {MARK}"]  # the cited fact stays, with its turn
+    assert len(target.events) == 1  # the digest's reinforcement of the tea fact
+    engine.purge(conn, target, now=T0 + timedelta(days=1))
+    kept = conn.execute("SELECT label FROM memory_items ORDER BY id").fetchall()
+    assert [r[0] for r in kept] == ["Likes green tea", "Says see you tomorrow"]
+    assert get_item(conn, "default", tea.id).reinforcements == 1
+    queued = conn.execute("SELECT kind, ref_id, status FROM jobs").fetchall()
+    assert [tuple(r) for r in queued] == [("digest", session, "pending")]
+    assert conn.execute("SELECT count(*) FROM digests").fetchone()[0] == 0
+    assert jobs.enqueue(conn, profile="default", kind="digest", ref_id=session,
+                        ts="2026-04-03T09:00:00.000Z") is False  # already queued  # fmt: skip
