@@ -367,3 +367,79 @@ def test_what_a_dropped_digest_learnt_without_citing_a_turn_goes_and_the_digest_
     assert conn.execute("SELECT count(*) FROM digests").fetchone()[0] == 0
     assert jobs.enqueue(conn, profile="default", kind="digest", ref_id=session,
                         ts="2026-04-03T09:00:00.000Z") is False  # already queued  # fmt: skip
+
+
+def test_facts_an_earlier_purge_left_superseded_by_nothing_are_given_back(backend, tmp_path,
+                                                                          monkeypatch):  # fmt: skip
+    """A store whose older purges erased a replacing statement and left the fact it replaced
+    ``superseded`` by nothing: upgrading relinks it to the newest fact on its topic, or makes
+    it active again (schema 13 on SQLite, m007 on PostgreSQL)."""
+    import contextlib
+
+    from conftest import pg_schema_url
+
+    from rheo_cli.memory.store import db, migrations, pg_schema
+
+    @contextlib.contextmanager
+    def old_store():
+        if backend == "sqlite":
+            c = db.open_store(tmp_path / "old.db", migrate_schema=False)
+            migrations.migrate(c, target=12)
+            yield c, lambda: db.open_store(tmp_path / "old.db")
+            return
+        with pg_schema_url() as url:
+            before = [name for name, _ in pg_schema.MIGRATIONS].index("m007_purge_keys")
+            monkeypatch.setattr(pg_schema, "MIGRATIONS", pg_schema.MIGRATIONS[:before])
+            monkeypatch.setattr(pg_schema, "SCHEMA_VERSION", before)
+            c = db.open_url(url, tenant="default")
+
+            def reopen():
+                monkeypatch.undo()
+                return db.open_url(url, tenant="default")
+
+            yield c, reopen
+
+    with old_store() as (conn, reopen):
+        talk = Talk(conn)
+        ids = {}
+        for name, topic, label in (("lyon", "city", "Lives in Lyon"),
+                                   ("paris", "city", "Lives in Paris"),
+                                   ("berlin", "city", "Lives in Berlin"),
+                                   ("tea", "tea", "Likes green tea"),
+                                   ("coffee", "tea", "Likes coffee")):  # fmt: skip
+            fact = Fact("fact", topic, label, confidence=0.5)  # no conflict flags
+            ids[name] = talk.learn(talk.turn(label), fact).item.id
+        # what a purge of Paris's and of Coffee's turns used to leave
+        erased = (ids["paris"], ids["coffee"])
+        with db.write(conn):
+            if backend == "sqlite":
+                conn.execute("INSERT INTO purge_grant VALUES (1, 'test')")
+            else:
+                conn.execute("SELECT set_config('rheo.purge', 'default', true)")
+            for item_id in erased:
+                conn.execute("UPDATE memory_items SET superseded_by = NULL WHERE superseded_by = ?",
+                             (item_id,))  # fmt: skip
+                conn.execute("UPDATE memory_events SET related_item_id = NULL "
+                             "WHERE related_item_id = ?", (item_id,))  # fmt: skip
+                conn.execute("DELETE FROM memory_events WHERE item_id = ?", (item_id,))
+                conn.execute("DELETE FROM memory_items WHERE id = ?", (item_id,))
+            if backend == "sqlite":
+                conn.execute("DELETE FROM purge_grant")
+        assert get_item(conn, "default", ids["lyon"]).status == "superseded"
+        conn.close()
+        conn = reopen()
+        try:
+            lyon, tea = (
+                get_item(conn, "default", ids["lyon"]),
+                get_item(conn, "default", ids["tea"]),
+            )
+            assert (lyon.status, lyon.superseded_by) == ("superseded", ids["berlin"])
+            assert (tea.status, tea.superseded_by) == ("active", None)
+            assert history(conn, "default", ids["tea"])[-1].cause == (
+                "restored: the statement that replaced it had been purged"
+            )
+            last = history(conn, "default", ids["lyon"])[-1]
+            assert (last.kind, last.related_item_id) == ("superseded", ids["berlin"])
+            assert get_item(conn, "default", ids["berlin"]).status == "active"
+        finally:
+            conn.close()

@@ -430,9 +430,36 @@ exceeds btree maximum``), one active version per source still enforced."""
 
 M007_PURGE_KEYS = """
     ALTER TABLE purges ADD COLUMN keys TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE memory_items NO FORCE ROW LEVEL SECURITY;
+    ALTER TABLE memory_events NO FORCE ROW LEVEL SECURITY;
+    ALTER TABLE profile_counters NO FORCE ROW LEVEL SECURITY;
+    CREATE TEMP TABLE rheo_orphans ON COMMIT DROP AS
+    SELECT m.id, m.profile, (
+        SELECT n.id FROM memory_items n WHERE n.profile = m.profile AND n.topic = m.topic
+        AND n.assistant IS NOT DISTINCT FROM m.assistant AND n.status = 'active'
+        AND n.id > m.id ORDER BY n.id DESC LIMIT 1) AS successor
+    FROM memory_items m WHERE m.status = 'superseded' AND m.superseded_by IS NULL;
+    UPDATE memory_items SET superseded_by = o.successor FROM rheo_orphans o
+    WHERE memory_items.id = o.id AND o.successor IS NOT NULL;
+    UPDATE memory_items SET status = 'active' FROM rheo_orphans o
+    WHERE memory_items.id = o.id AND o.successor IS NULL;
+    INSERT INTO memory_events(item_id, profile, ts, kind, cause, related_item_id, data)
+    SELECT id, profile, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        CASE WHEN successor IS NULL THEN 'reopened' ELSE 'superseded' END,
+        CASE WHEN successor IS NULL
+            THEN 'restored: the statement that replaced it had been purged'
+            ELSE 'replaced by #' || successor || ', the newest fact on its topic (the '
+                 || 'statement that replaced it before had been purged)' END,
+        successor, '{}'
+    FROM rheo_orphans ORDER BY id;
+    ALTER TABLE memory_items FORCE ROW LEVEL SECURITY;
+    ALTER TABLE memory_events FORCE ROW LEVEL SECURITY;
+    ALTER TABLE profile_counters FORCE ROW LEVEL SECURITY;
 """
 """Each purge tombstone lists the content keys of the records it erased (SQLite's m013), so
-an import of an export made before the purge leaves them out."""
+an import of an export made before the purge leaves them out; and the facts an earlier purge
+left superseded by nothing are given back (replaced by the newest active fact on their topic,
+or active again), as SQLite's m013 does."""
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),

@@ -66,9 +66,40 @@ def m012_profile_counters(conn: sqlite3.Connection) -> None:
     run_script(conn, PROFILE_COUNTERS)
 
 
+ORPHANS = """
+    CREATE TEMP TABLE rheo_orphans AS
+    SELECT m.id, m.profile, (
+        SELECT n.id FROM memory_items n WHERE n.profile = m.profile AND n.topic = m.topic
+        AND n.assistant IS m.assistant AND n.status = 'active' AND n.id > m.id
+        ORDER BY n.id DESC LIMIT 1) AS successor
+    FROM memory_items m WHERE m.status = 'superseded' AND m.superseded_by IS NULL;
+    UPDATE memory_items SET superseded_by = (
+        SELECT successor FROM rheo_orphans o WHERE o.id = memory_items.id)
+    WHERE id IN (SELECT id FROM rheo_orphans WHERE successor IS NOT NULL);
+    UPDATE memory_items SET status = 'active'
+    WHERE id IN (SELECT id FROM rheo_orphans WHERE successor IS NULL);
+    INSERT INTO memory_events(item_id, profile, ts, kind, cause, related_item_id, data)
+    SELECT id, profile, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+        CASE WHEN successor IS NULL THEN 'reopened' ELSE 'superseded' END,
+        CASE WHEN successor IS NULL
+            THEN 'restored: the statement that replaced it had been purged'
+            ELSE 'replaced by #' || successor || ', the newest fact on its topic (the '
+                 || 'statement that replaced it before had been purged)' END,
+        successor, '{}'
+    FROM rheo_orphans ORDER BY id;
+    DROP TABLE rheo_orphans;
+"""
+
+
 def m013_purge_keys(conn: sqlite3.Connection) -> None:
     """Each purge tombstone lists the content keys (`archive.keys`: truncated SHA-256 digests,
     never the text) of the records it erased, so an import of an export made before the purge
     can recognise them and leave them out instead of bringing the text back. Tombstones from
-    before have none (``[]``)."""
-    run_script(conn, "ALTER TABLE purges ADD COLUMN keys TEXT NOT NULL DEFAULT '[]';")
+    before have none (``[]``).
+
+    And the facts earlier purges left behind are given back: a purge used to erase the
+    statement that replaced a fact and leave the fact ``superseded`` by nothing, out of every
+    view. Each such fact is replaced by the newest active fact on its topic in its scope
+    (shared or the same assistant's) made after it, or, with none, is active again; an event
+    says which."""
+    run_script(conn, "ALTER TABLE purges ADD COLUMN keys TEXT NOT NULL DEFAULT '[]';" + ORPHANS)
