@@ -1,7 +1,8 @@
 """Where rheo keeps its files: ``$RHEO_HOME`` when set, else the platform's user data folder.
 
-Layout (one folder, mode 0700): ``rheo.db`` (every profile), ``config.toml`` beside it, and
-``history/<profile>`` for the REPL's input history.
+Layout (one folder, mode 0700): ``rheo.db`` (every profile), ``config.toml`` beside it,
+``history/<profile>`` for the REPL's input history, and ``copies.jsonl``, the backups and
+exports rheo wrote (`rheo_cli.cli.copies`).
 """
 
 from __future__ import annotations
