@@ -99,7 +99,11 @@ def _in(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *extra: object) 
 
 
 def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | None) -> Target:
-    """The rows a purge of ``what`` (turn, session, memory, profile) ``ref_id`` would erase.
+    """The rows a purge of ``what`` (turn, session, memory, profile) ``ref_id`` would erase:
+    the turns, the sessions they empty, the memory items learnt from them (their source turn
+    is purged; for a turn, also what its session's digest learnt citing no turn), the digests
+    of the sessions they touch, and events of kept items learnt from them without citing them
+    (`purge_undo` says what else is taken back when the purge runs).
 
     Raises InvalidInput for an unknown ``what`` and NotFound when the turn, session or
     memory item is not the profile's (or the profile has nothing stored)."""
