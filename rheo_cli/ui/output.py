@@ -38,13 +38,13 @@ _INVISIBLE = (
     "\ud800-\udfff"  # lone surrogates (cannot even be encoded)
 )
 _SELECTOR = "\ufe00-\ufe0f\U000e0100-\U000e01ef"
-_NO_BASE = f"{_SELECTOR}A-Za-z\\s\\x00-\\x1f\\x7f{_INVISIBLE}"
-_STRAY_SELECTOR = f"(?:(?<=[{_NO_BASE}])|^)[{_SELECTOR}]"
-"""A variation selector with no base it can select a form of: at the start, after a space,
-an ASCII letter, a control or an invisible character, or after another selector (a
-variation sequence is one base and one selector, so a run of them can only carry hidden
-data). One after another character (the emoji selector U+FE0F after ☺ or a keycap digit,
-an ideographic one after a CJK character) is kept: it only picks how that one is drawn."""
+_NO_BASE = re.compile(f"[{_SELECTOR}A-Za-z\\s\\x00-\\x1f\\x7f{_INVISIBLE}]")
+"""What a variation selector cannot follow and still select a form of something: it is
+shown when it comes at the start or after a space, an ASCII letter, a control, an invisible
+character or another selector (a variation sequence is one base and one selector, so a run
+of them can only carry hidden data). One after another character (the emoji selector U+FE0F
+after ☺ or a keycap digit, an ideographic one after a CJK character) is kept: it only picks
+how that one is drawn."""
 _FLAGS = (
     "\U0001f3f4\U000e0067\U000e0062"
     "(?:\U000e0065\U000e006e\U000e0067|\U000e0073\U000e0063\U000e0074"
@@ -52,15 +52,28 @@ _FLAGS = (
 )
 """The three flags Unicode recommends that are written with tag characters (England,
 Scotland, Wales): kept whole; every other tag character is shown."""
-_UNSAFE = re.compile(f"({_FLAGS})|[\\x00-\\x08\\x0b-\\x1f\\x7f{_INVISIBLE}]|{_STRAY_SELECTOR}")
-_JSON_UNSAFE = re.compile(  # in a JSON document a string starts after a quote
-    f'({_FLAGS})|[\\x7f{_INVISIBLE}]|(?:(?<=[{_NO_BASE}"])|^)[{_SELECTOR}]'
-)
+_UNSAFE = re.compile(f"{_FLAGS}|[\\x00-\\x08\\x0b-\\x1f\\x7f{_INVISIBLE}{_SELECTOR}]")
+_JSON_UNSAFE = re.compile(f"{_FLAGS}|[\\x7f{_INVISIBLE}{_SELECTOR}]")
+_ASCII_UNSAFE = re.compile("[\\x00-\\x08\\x0b-\\x1f\\x7f]")
+"""What `_UNSAFE` can find in ASCII text, searched for faster (most text is ASCII)."""
+
+
+def _kept(match: re.Match[str], *, quote: bool = False) -> bool:
+    """Whether ``match`` stays as it is: a flag sequence, or a variation selector after a
+    base (in a JSON document, ``quote``, a string's opening quote is no base either)."""
+    found = match.group(0)
+    if len(found) > 1:
+        return True
+    if not ("\ufe00" <= found <= "\ufe0f" or "\U000e0100" <= found <= "\U000e01ef"):
+        return False
+    at = match.start()
+    before = match.string[at - 1] if at else ""
+    return bool(before) and not _NO_BASE.match(before) and not (quote and before == '"')
 
 
 def _visible(match: re.Match[str]) -> str:
-    if match.group(1):
-        return match.group(0)  # a recommended flag sequence, kept whole
+    if _kept(match):
+        return match.group(0)
     code = ord(match.group(0))
     if code < 0x20:
         return chr(0x2400 + code)  # control pictures: ESC shows as ␛, NUL as ␀
@@ -70,7 +83,7 @@ def _visible(match: re.Match[str]) -> str:
 
 
 def _json_escape(match: re.Match[str]) -> str:
-    if match.group(1):
+    if _kept(match, quote=True):
         return match.group(0)
     code = ord(match.group(0))
     if code > 0xFFFF:  # JSON writes a character beyond the BMP as its UTF-16 surrogate pair
@@ -90,7 +103,7 @@ def safe(text: str) -> str:
     so are emoji with their selector and the three tag-sequence flags. The one display filter
     every command and REPL view uses.
     """
-    return _UNSAFE.sub(_visible, text)
+    return (_ASCII_UNSAFE if text.isascii() else _UNSAFE).sub(_visible, text)
 
 
 def json_text(value: Any) -> str:
@@ -102,6 +115,8 @@ def json_text(value: Any) -> str:
     They can only occur inside JSON strings, so the document decodes to the same value.
     """
     text = json.dumps(value, ensure_ascii=False, indent=2)
+    if text.isascii():  # C0 controls are already escaped: only DEL may be left
+        return text.replace("\x7f", "\\u007f")
     return _JSON_UNSAFE.sub(_json_escape, text)
 
 
