@@ -225,8 +225,8 @@ class Conversation:
     (two Claude Code windows on one profile) each keep their own pairs.
     """
 
-    def __init__(self, ident: str | None = None) -> None:
-        self.id = ident or secrets.token_hex(6)
+    def __init__(self) -> None:
+        self.id = secrets.token_hex(6)
         self.waiting: int | None = None
         """The id of the last message (role user) this conversation logged without a reply."""
 
