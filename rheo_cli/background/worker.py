@@ -1,9 +1,12 @@
 """Running queued jobs: in a detached process after a reply, or in the foreground for
 ``rheo maintain``.
 
-One worker runs at a time per RHEO_HOME (an flock on ``worker.lock``, taken by the detached
-worker, by ``rheo maintain`` and by inline runs); a detached one started meanwhile exits at
-once, and the running one looks again for new jobs before it leaves, so no job is stranded.
+One runner works on the queue at a time per RHEO_HOME and store (an flock on
+``worker.lock``, taken by the detached worker, by ``rheo maintain`` and by inline runs). A
+detached worker that finds it held waits for it, unless another detached worker already
+waits (an flock on ``worker.lock.wait``), then runs every runnable job: the holder may be a
+``rheo maintain`` that runs only its own profile's jobs, or be about to let go after its last
+look at the queue, and the waiting worker picks up what it leaves, so no job is stranded.
 While nothing is due it sleeps (outside the lock) until the next job is, for up to
 `IDLE_MAX_S`. A job held by a process that died is taken over at once; a running job's lease
 is renewed by a heartbeat thread, so a long call is never taken over by a second worker.
@@ -315,16 +318,40 @@ def worker_lock(rt: Runtime) -> Iterator[None]:
             _unlock(handle)
 
 
+def _wait_turn(rt: Runtime, handle: IO[str]) -> bool:
+    """Wait for the worker lock on ``handle`` as the one waiting detached worker; False at
+    once when another one already waits (it will run whatever this one would have)."""
+    import fcntl
+
+    from ..memory.store.db import ensure_private_dir
+
+    ensure_private_dir(rt.paths.home)
+    old = os.umask(0o077)
+    try:
+        slot = open(rt.paths.home / f"{lock_name(rt)}.wait", "a")  # noqa: SIM115 - closed below
+    finally:
+        os.umask(old)
+    with slot:
+        if not _try_lock(slot):
+            return False
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        finally:
+            _unlock(slot)  # the next worker to come may wait behind this one
+    return True
+
+
 def detached_main(
     rt: Runtime, *, idle_max_s: float = IDLE_MAX_S, poll_s: tuple[float, float] = POLL_S
 ) -> int:
     """The detached worker's loop: hold the lock, run every runnable job, let go of the lock;
     then sleep until the next job is due (``poll_s`` bounds each sleep, seconds) and look
-    again, as long as one is due within ``idle_max_s`` of the last work. Exits when another
-    runner holds the lock. Returns an exit status."""
+    again, as long as one is due within ``idle_max_s`` of the last work. When another runner
+    holds the lock it waits for it, unless another detached worker is already waiting (then
+    it exits). Returns an exit status."""
     with _lock_file(rt) as handle:
         idle_since = time.monotonic()
-        while _try_lock(handle):
+        while _try_lock(handle) or _wait_turn(rt, handle):
             try:
                 queue_closed_everywhere(rt)
                 summary = run_pending(rt, profile=served_profile(rt))

@@ -11,6 +11,7 @@ import typer
 from ..errors import RheoError, UsageError
 from ..ui.output import echo, print_json
 from .errors import command
+from .inputs import file_arg
 from .options import Json, Profile
 from .state import runtime_for
 
@@ -59,6 +60,7 @@ def import_history(
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown history format {fmt!r}; use one of {', '.join(FORMATS)}")
+    file = file_arg(file)
     if not file.is_file():
         raise UsageError(f"{file}: no such file")
     parsed = parser_for(fmt)(file)

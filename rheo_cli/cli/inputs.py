@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import UsageError
@@ -16,8 +20,8 @@ _CHUNK = 1024 * 1024
 def read_stdin(stream: BinaryIO | None = None) -> str | None:
     """Piped stdin as text, or None when stdin is a terminal or absent.
 
-    UTF-8 is expected; other bytes are kept losslessly by reading the whole input as Latin-1
-    (every byte maps to one character), with a note on stderr. Input with NUL bytes is binary
+    UTF-8 is expected; bytes that are not valid UTF-8 become U+FFFD (only those: the rest of
+    the text is read as it is), with a note on stderr. Input with NUL bytes is binary
     and refused with a UsageError, as is input over `MAX_STDIN_BYTES` (both noticed while
     reading, so ``< /dev/zero`` fails at once).
     """
@@ -47,18 +51,86 @@ def read_stdin(stream: BinaryIO | None = None) -> str | None:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        say_error("stdin is not valid UTF-8; read it as Latin-1 so that no byte is lost")
-        return data.decode("latin-1")
+        text = data.decode("utf-8-sig", "replace")
+        say_error(f"stdin is not valid UTF-8: {_replaced(text, data)} replaced by U+FFFD")
+        return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_RAW_ARGS: dict[str, str] = {}
+"""Arguments that were not valid UTF-8, as Python gave them (surrogate-escaped), by the text
+`clean_arg` made of them: a file is opened by the bytes of its name (`file_arg`)."""
+
+
+def _replaced(text: str, data: bytes) -> str:
+    """How many invalid byte sequences a decoding with ``replace`` put U+FFFD for (those
+    already in ``data`` as valid UTF-8 not counted), in words."""
+    count = text.count("\ufffd") - data.count("\ufffd".encode())
+    return f"{count} invalid byte sequence{'' if count == 1 else 's'}"
 
 
 def clean_arg(arg: str) -> str:
-    """A command-line argument as text: bytes that were not UTF-8 (which Python keeps as
-    surrogates) are read as Latin-1 instead, losslessly."""
-    if not any(0xDC80 <= ord(ch) <= 0xDCFF for ch in arg):
+    """A command-line argument as text: Python keeps the bytes of ``sys.argv`` that are not
+    valid UTF-8 as surrogates (``surrogateescape``); the argument's bytes are decoded again as
+    UTF-8 with only those replaced by U+FFFD (``café \\xff`` is ``café \ufffd``), with a note
+    on stderr. Valid text is returned unchanged."""
+    if not _SURROGATE.search(arg):
         return arg
-    raw = arg.encode("utf-8", "surrogateescape")
-    say_error("an argument is not valid UTF-8; read it as Latin-1 so that no byte is lost")
-    return raw.decode("latin-1")
+    data, text = _redecoded(arg)
+    _RAW_ARGS[text] = arg
+    say_error(f"an argument is not valid UTF-8: {_replaced(text, data)} replaced by U+FFFD")
+    return text
+
+
+def _redecoded(name: str) -> tuple[bytes, str]:
+    """``name``'s bytes (as the OS gave them) and their UTF-8 text, invalid bytes replaced."""
+    try:
+        data = os.fsencode(name)
+    except UnicodeEncodeError:  # a surrogate no byte gave (not from the OS)
+        return name.encode("utf-8", "replace"), _SURROGATE.sub("\ufffd", name)
+    return data, data.decode("utf-8", "replace")
+
+
+def file_arg(path: Path) -> Path:
+    """The file a path argument names: when its name was not valid UTF-8 (so `clean_arg`
+    replaced bytes of it), the name as given, so the file itself is found."""
+    raw = _RAW_ARGS.get(str(path))
+    return Path(raw) if raw is not None else path
+
+
+def text_of(path: Path | str) -> str:
+    """A path as text to store or show: bytes of it that are not UTF-8 become U+FFFD."""
+    name = str(path)
+    return _redecoded(name)[1] if _SURROGATE.search(name) else name
+
+
+ENV_TEXT = (
+    "RHEO_PROFILE",
+    "RHEO_MODEL",
+    "RHEO_PROVIDER",
+    "RHEO_ASSISTANT",
+    "RHEO_NOW",
+    "RHEO_WORKER",
+    "RHEO_DATABASE_URL",
+    "RHEO_REDIS_URL",
+    "RHEO_TELEGRAM_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+"""Variables rheo reads as text (names, URLs, keys, a time): none has a meaning with bytes
+that are not UTF-8 (``RHEO_HOME`` is a path: any bytes do)."""
+
+
+def check_environment(environ: Mapping[str, str]) -> None:
+    """Raise UsageError naming the first of `ENV_TEXT` whose value is not valid UTF-8
+    (Python keeps such bytes as surrogates); the value itself is never shown (it may be a
+    key)."""
+    for name in ENV_TEXT:
+        if _SURROGATE.search(environ.get(name) or ""):
+            raise UsageError(f"{name} is not valid UTF-8 text: set it again, or unset it")
 
 
 def compose(args: list[str] | None, piped: str | None) -> str:

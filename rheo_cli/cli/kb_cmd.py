@@ -11,6 +11,7 @@ from ..errors import UsageError
 from ..ui.output import local, preview, print_json, safe
 from .errors import command
 from .group import ListsWhenAlone
+from .inputs import file_arg, text_of
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
@@ -37,20 +38,20 @@ def _read(path: Path) -> str:
     try:
         info = path.stat()
         if not path.is_file():
-            raise UsageError(f"{safe(str(path))} is not a file")
+            raise UsageError(f"{safe(text_of(path))} is not a file")
         if info.st_size > MAX_FILE_BYTES:
-            raise UsageError(f"{safe(str(path))} is larger than {MAX_FILE_BYTES // 2**20} MB")
+            raise UsageError(f"{safe(text_of(path))} is larger than {MAX_FILE_BYTES // 2**20} MB")
         data = path.read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"no such file: {safe(str(path))}") from None
+        raise UsageError(f"no such file: {safe(text_of(path))}") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {safe(str(path))}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot read {safe(text_of(path))}: {exc.strerror or exc}") from None
     if b"\x00" in data:
-        raise UsageError(f"{safe(str(path))} is not a text file")
+        raise UsageError(f"{safe(text_of(path))} is not a text file")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise UsageError(f"{safe(str(path))} is not UTF-8 text") from None
+        raise UsageError(f"{safe(text_of(path))} is not UTF-8 text") from None
 
 
 @app.command("add")
@@ -70,12 +71,13 @@ def add(
     """
     from ..memory.kb import documents
 
-    texts = [(path, _read(path)) for path in files]  # read all before storing any
+    # read all before storing any; a name that is not UTF-8 is opened by its own bytes
+    texts = [(path, _read(file_arg(path))) for path in files]
     rt = runtime_for(profile)
     out = []
     for path, text in texts:
         markdown = path.suffix.lower() in MARKDOWN_SUFFIXES
-        source = str(path.expanduser().absolute())
+        source = text_of(file_arg(path).expanduser().absolute())
         added = documents.add_document(
             rt.conn, rt.profile, source, text, rt.now(), markdown=markdown
         )

@@ -136,11 +136,21 @@ app.command("import", rich_help_panel=MAINTENANCE)(transfer_cmd.import_)
 
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return the exit status; usage errors are one line."""
-    from .inputs import clean_arg
+    import os
 
-    # Arguments that are not valid UTF-8 are read as Latin-1, as stdin is, so no command ever
-    # meets the surrogates Python would otherwise hand it (and fail to encode them later).
+    from ..errors import UsageError
+    from .inputs import check_environment, clean_arg
+
+    # Arguments that are not valid UTF-8 have those bytes replaced (U+FFFD), as stdin has, so
+    # no command ever meets the surrogates Python would otherwise hand it (and fail to encode
+    # them later); a file argument is still opened by its own bytes (`inputs.file_arg`).
     args = [clean_arg(a) for a in (sys.argv[1:] if argv is None else argv)]
+    try:
+        if not {"-h", "--help", "--version", "-V"} & set(args):  # help needs no environment
+            check_environment(os.environ)
+    except UsageError as exc:
+        say_error(str(exc))
+        return int(ExitStatus.USAGE)
     try:
         result = app(args=args, prog_name="rheo", standalone_mode=False)
     except KeyboardInterrupt:

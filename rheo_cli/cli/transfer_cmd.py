@@ -15,6 +15,7 @@ from ..errors import RheoError, UsageError
 from ..ui.output import echo, print_json
 from . import copies
 from .errors import command, say_error
+from .inputs import file_arg
 from .options import Json, Profile
 from .state import runtime_for
 
@@ -62,7 +63,7 @@ def backup(
     from ..errors import UsageError
     from ..memory import archive
 
-    path = Path(raw)
+    path = file_arg(Path(raw))
     target = path.expanduser()
     if not raw.strip() or target.is_dir() or raw.endswith(("/", os.sep)):
         raise UsageError(
@@ -141,6 +142,7 @@ def export(
             "profile at a time (rheo export --profile NAME)"
         )
     names = archive.profiles(rt.conn) if all_ else [rt.profile]
+    output = file_arg(output) if output is not None else None
     if output is not None and output.exists():
         raise UsageError(f"{output} already exists: choose a new file")
     with exchange.snapshot(rt.conn):
@@ -199,6 +201,7 @@ def import_(
     from ..memory.store.errors import InvalidInput
     from .import_history_cmd import import_history
 
+    file = file_arg(file)
     history = (from_ or "").strip().lower()
     if not history and str(file) != "-" and file.is_file():
         try:

@@ -14,6 +14,8 @@ server turns them into tool errors.
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +27,7 @@ from ..memory.facts.remember import Fact, check_fact, remember
 from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.db import write
-from ..memory.store.errors import InvalidInput
+from ..memory.store.errors import InvalidInput, NotFound
 from ..memory.store.timeutil import display, parse_instant, to_stored
 from ..memory.text.render import entry
 from ..runtime import Runtime
@@ -213,24 +215,88 @@ def context(rt: Runtime, *, message: str, budget: int | None = None) -> str:
     return f"{clock}\n\n{text}" if text else f"{clock}\n\n(rheo has nothing stored for this)"
 
 
+class Conversation:
+    """One client connection's conversation (``rheo mcp --log-turns``): an identity of its
+    own and the message it logged last that still awaits a reply.
+
+    Each ``rheo mcp`` process serves one client over stdio, so each process (each
+    connection) is one conversation. A reply is paired with *this* conversation's waiting
+    message, never with whatever turn the profile stored last: two clients logging at once
+    (two Claude Code windows on one profile) each keep their own pairs.
+    """
+
+    def __init__(self) -> None:
+        self.id = secrets.token_hex(6)
+        self.waiting: int | None = None
+        """The id of the last message (role user) this conversation logged without a reply."""
+
+
+def _question(rt: Runtime, turn_id: int) -> ledger.Turn:
+    """The person's message ``turn_id`` that a reply names (``reply_to``). Raises
+    ToolInputError when this profile has no such turn, or it is not a message of the
+    person's (a reply, or a note rheo wrote for a memory)."""
+    try:
+        turn = ledger.get_turn(rt.conn, rt.profile, turn_id)
+    except NotFound:
+        raise ToolInputError(
+            f"reply_to names turn #{turn_id}, which this profile does not have"
+        ) from None
+    if turn.role != "user":
+        raise ToolInputError(
+            f"reply_to names turn #{turn_id}, a reply: name the person's message it answers"
+        )
+    if turn.meta.get("tool"):
+        raise ToolInputError(
+            f"reply_to names turn #{turn_id}, a note rheo wrote for a memory, not a message"
+        )
+    return turn
+
+
 def log_turn(
-    rt: Runtime, caller: Caller, *, role: str, content: str, model: str | None = None
+    rt: Runtime,
+    caller: Caller,
+    conversation: Conversation,
+    *,
+    role: str,
+    content: str,
+    model: str | None = None,
+    reply_to: int | None = None,
 ) -> str:
     """Record one turn of the client's conversation in the ledger (``rheo mcp --log-turns``):
-    the person's message (role ``user``) or the reply (``assistant``). Sessions follow the
-    gap rule; a reply that answers a logged message queues fact extraction as a chat turn
-    does. Returns the stored turn's id and session."""
+    the person's message (role ``user``) or the reply (``assistant``).
+
+    A message follows the gap rule for its session. A reply answers ``reply_to`` (the id the
+    message's log_turn returned) when given, else this conversation's last message still
+    awaiting one (see `Conversation`); it joins that message's session, records
+    ``meta.reply_to`` and queues fact extraction of the pair, as a chat reply does. A reply
+    with nothing to answer is stored unpaired, and nothing is extracted from it. Both
+    carry the conversation's id in ``meta.conversation``.
+
+    Returns the stored turn's id and session. Raises ToolInputError (nothing stored) for a
+    bad role or content, a ``reply_to`` on a message, or a ``reply_to`` that is not a
+    message of this profile's person."""
     if role not in ledger.ROLES:
         raise ToolInputError(f"role must be user or assistant, not {role!r}")
     if not content.strip():
         raise ToolInputError("content must not be empty")
     if len(content) > CONTENT_MAX:
         raise ToolInputError(f"content is longer than {CONTENT_MAX} characters")
-    meta: dict[str, Any] = {"source": "mcp", "client": caller.client}
+    if reply_to is not None and role != "assistant":
+        raise ToolInputError("reply_to is for a reply (role assistant), not for a message")
+    meta: dict[str, Any] = {
+        "source": "mcp",
+        "client": caller.client,
+        "conversation": conversation.id,
+    }
     with write(rt.conn):
-        previous = ledger.recent_turns(rt.conn, rt.profile, 1)
-        if role == "assistant" and previous and previous[0].role == "user":
-            meta["reply_to"] = previous[0].id  # extraction pairs the reply with it
+        question: ledger.Turn | None = None
+        if reply_to is not None:
+            question = _question(rt, reply_to)
+        elif role == "assistant" and conversation.waiting is not None:
+            with contextlib.suppress(NotFound):  # purged meanwhile: the reply is unpaired
+                question = ledger.get_turn(rt.conn, rt.profile, conversation.waiting)
+        if question is not None:
+            meta["reply_to"] = question.id  # extraction pairs the reply with it
         appended = ledger.append_turn(
             rt.conn,
             profile=rt.profile,
@@ -238,22 +304,20 @@ def log_turn(
             content=content,
             now=rt.now(),
             gap_s=rt.settings.gap_s,
+            session_id=question.session_id if question is not None else None,
             model=(model or caller.client)[:100] if role == "assistant" else None,
             status="ok" if role == "assistant" else None,
             meta=meta,
         )
         turn = appended.turn
         _after_store(rt, appended)
-        queued = False
-        if (
-            role == "assistant"
-            and previous
-            and previous[0].role == "user"
-            and previous[0].session_id == turn.session_id
-        ):
-            queued = jobs.enqueue(
-                rt.conn, profile=rt.profile, kind="extract", ref_id=turn.id, ts=turn.ts
-            )
+        queued = question is not None and jobs.enqueue(
+            rt.conn, profile=rt.profile, kind="extract", ref_id=turn.id, ts=turn.ts
+        )
+    if role == "user":
+        conversation.waiting = turn.id
+    elif question is not None and question.id == conversation.waiting:
+        conversation.waiting = None
     if queued:
         from ..background.worker import kick_background
 
@@ -261,6 +325,11 @@ def log_turn(
     from ..memory.ledger.sessions import get_session
 
     number = get_session(rt.conn, rt.profile, turn.session_id).number
-    return f"stored turn #{turn.id} in session s{number}" + (
+    stored = f"stored turn #{turn.id} in session s{number}"
+    if role == "user":
+        return f"{stored}; log the reply with reply_to {turn.id}"
+    if question is None:
+        return f"{stored}, not paired: no message of this conversation awaits a reply"
+    return f"{stored}, the reply to #{question.id}" + (
         "; facts will be extracted from this exchange" if queued else ""
     )

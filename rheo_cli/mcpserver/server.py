@@ -195,6 +195,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         return _run(lambda: actions.context(rt, message=message, budget=budget))
 
     if log_turns:
+        conversation = actions.Conversation()  # one client per stdio server: its own pairs
 
         @server.tool(annotations=ADD)
         async def log_turn(
@@ -202,13 +203,31 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
             content: Annotated[str, Field(min_length=1, max_length=actions.CONTENT_MAX)],
             ctx: Context,
             model: Annotated[str | None, Field(max_length=100)] = None,
+            reply_to: Annotated[
+                int | None,
+                Field(
+                    ge=1,
+                    le=2**63 - 1,
+                    description="With role assistant: the turn id the person's message was "
+                    "stored as (its log_turn said so). Without it, the reply answers this "
+                    "conversation's last message.",
+                ),
+            ] = None,
         ) -> str:
             """Record one turn of this conversation in rheo's history: call it with the
             person's message (role user) and with your reply (role assistant), so rheo
             can remember and search it later."""
             caller = _caller(ctx, seen)
             return _run(
-                lambda: actions.log_turn(rt, caller, role=role, content=content, model=model)
+                lambda: actions.log_turn(
+                    rt,
+                    caller,
+                    conversation,
+                    role=role,
+                    content=content,
+                    model=model,
+                    reply_to=reply_to,
+                )
             )
 
     return server

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import socket
+import unicodedata
 from datetime import UTC, datetime
 
 import pytest
@@ -19,15 +20,34 @@ from hypothesis import strategies as st
 
 from rheo_cli.ui.output import json_text, safe
 
+SMUGGLED = "".join(chr(0xE0000 + ord(c)) for c in "IGNORE ALL")  # "ASCII smuggling"
 HOSTILE = (
     "pwn\x1b]52;c;ZXZpbA==\x07 \x1b[2J\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\ "
-    "\x9b31m\x9d0;title\x9c \u202eevil\u202c \u2066iso\u2069 z\u200bw\ufeff [bold]markup[/]"
+    "\x9b31m\x9d0;title\x9c \u202eevil\u202c \u2066iso\u2069 z\u200bw\ufeff [bold]markup[/] "
+    f"tag{SMUGGLED}s soft\u00adhyphen"
 )
-# What no output may carry raw: ESC, BEL, C1, bidi overrides/isolates, zero-width characters.
-RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+DRAWN = {0x0600, 0x0601, 0x0602, 0x0603, 0x0604, 0x0605, 0x06DD, 0x070F, 0x0890, 0x0891}
+DRAWN |= {0x08E2, 0x110BD, 0x110CD}
+"""The format characters (Cf) that are drawn: the prepended concatenation marks."""
+FORMAT = "".join(
+    chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cf" and c not in DRAWN
+)
+FLAGS = [
+    "🏴\U000e0067\U000e0062" + "".join(chr(0xE0000 + ord(c)) for c in t) + "\U000e007f"
+    for t in ("eng", "sct", "wls")
+]
+"""England, Scotland, Wales: the only tag characters kept (the flags they make)."""
+# What no output may carry raw: ESC, BEL, C1, every invisible format character (zero-width,
+# bidi, soft hyphen, tags...), blank fillers, line separators.
+RAW = re.compile(
+    f"[\x00-\x08\x0b-\x1f\x7f-\x9f{re.escape(FORMAT)}\u034f\u115f\u1160\u17b4\u17b5"
+    "\u3164\uffa0\u2028\u2029]"
+)
 
 
 def no_raw(out: str) -> None:
+    for flag in FLAGS:
+        out = out.replace(flag, "")
     found = RAW.findall(out)
     assert not found, f"raw control/invisible characters reached the output: {found!r}"
 
@@ -41,6 +61,38 @@ def test_safe_shows_each_kind_visibly():
     assert "z<U+200B>w<U+FEFF>" in shown
     assert "[bold]markup[/]" in shown  # markup stays literal text
     assert "\nline two\ttab" in shown  # line feeds and tabs kept
+    assert "tag<U+E0049><U+E0047><U+E004E><U+E004F><U+E0052><U+E0045><U+E0020>" in shown
+    assert "soft<U+00AD>hyphen" in shown
+
+
+def test_every_invisible_format_character_is_shown_and_drawn_ones_kept():
+    for char in FORMAT:
+        assert safe(f"x{char}y") == f"x<U+{ord(char):04X}>y", hex(ord(char))
+        doc = json_text(f"x{char}y")
+        assert char not in doc and json.loads(doc) == f"x{char}y", hex(ord(char))
+    for code in DRAWN:
+        assert safe(f"{chr(code)}123") == f"{chr(code)}123"
+    for filler in "\u034f\u115f\u1160\u3164\uffa0":
+        assert safe(filler) == f"<U+{ord(filler):04X}>"
+    assert json_text("\U000e0049") == '"\\udb40\\udc49"'  # a pair beyond U+FFFF
+
+
+def test_emoji_and_variation_sequences_are_kept_stray_selectors_shown():
+    kept = ["☺\ufe0f", "1\ufe0f\u20e3", "#\ufe0f\u20e3", "👍🏽", "葛\U000e0100", "✌\ufe0e", *FLAGS]
+    for shown in kept:
+        assert safe(shown) == shown and json_text(shown) == f'"{shown}"', shown
+    # A selector can only pick the look of the one character before it: a run of them (a
+    # way to hide bytes after an emoji), one at the start or after a letter is shown.
+    assert safe("😀\ufe0f\ufe01\U000e0143") == "😀\ufe0f<U+FE01><U+E0143>"
+    assert safe("\ufe0fhi a\ufe00") == "<U+FE0F>hi a<U+FE00>"
+    assert json.loads(json_text("\ufe0fhi")) == "\ufe0fhi" and "\ufe0f" not in json_text("\ufe0fhi")
+    # Other tag sequences after the black flag are not flags: shown.
+    assert (
+        safe("🏴\U000e0067\U000e0062\U000e0078\U000e007f")
+        == "🏴<U+E0067><U+E0062><U+E0078><U+E007F>"
+    )
+    # The zero-width joiner stays shown, in emoji too (it is the classic hidden character).
+    assert safe("👩\u200d💻") == "👩<U+200D>💻"
 
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
@@ -316,7 +368,7 @@ def test_arguments_that_are_not_utf8_are_read_like_stdin(home, args):
     assert result.returncode == 0 and "Traceback" not in err, err
     assert "not valid UTF-8" in err
     if args[1] == "add":
-        assert db_rows(home, "SELECT label FROM memory_items")[0][0].startswith("\xff\xed")
+        assert db_rows(home, "SELECT label FROM memory_items")[0][0] == "\ufffd\ufffd\ufffd\ufffdx"
 
 
 def test_no_typer_app_shows_locals_in_a_traceback():

@@ -5,6 +5,11 @@ before the person's message, always at the start of a line. Every injected entry
 prefix rheo chose (``- ``, ``[date]``) and every further line of it is indented, so no stored
 line can begin a line of the prompt; runs of ``=`` are also broken up (``= = =``) so a header
 cannot appear mid-line either, and a line of dashes cannot pass for the ``---`` separator.
+
+Every kind of line break counts: ``\n``, ``\r``, VT, FF, the file/group/record separators,
+NEL (U+0085) and U+2028/U+2029 (what `str.splitlines` splits at). A stored string that goes
+*into* a prefix (a document's title, a heading, a topic) is made one line first (`inline`):
+`entry` does that to its prefix, so each line builder is covered by calling it.
 """
 
 from __future__ import annotations
@@ -14,24 +19,39 @@ from collections.abc import Callable
 
 from .tokens import estimate
 
-_EQUALS = re.compile(r"={3,}")
+_INVISIBLE = "\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
+"""Characters that show nothing; between ``=`` signs they would hide a run of them."""
+_EQUAL_SIGN = "=\ufe66\uff1d\u207c\u208c"
+"""``=`` and the characters NFKC folds into it (small, fullwidth, super- and subscript)."""
+_EQUALS = re.compile(f"[{_EQUAL_SIGN}](?:[{_INVISIBLE}]*[{_EQUAL_SIGN}]){{2,}}")
+_EQUAL_ONE = re.compile(f"[{_EQUAL_SIGN}]")
 _DASHES = re.compile(r"^(\s*)(-{3,})", re.M)
 _BLANKS = re.compile(r"\n\s*\n+")
 INDENT = "    "
 
 
 def escape(text: str) -> str:
-    """Neutralise section markers in stored text: ``===`` runs become ``= = =`` and a line
-    starting with ``---`` starts with ``- - -`` instead."""
-    text = _EQUALS.sub(lambda m: " ".join("=" * len(m.group(0))), text)
+    """Neutralise section markers in stored text: a run of three or more ``=`` (also
+    fullwidth or small ones, also with invisible characters between them) becomes
+    ``= = =``, and a line starting with ``---`` starts with ``- - -`` instead."""
+    text = _EQUALS.sub(lambda m: " ".join("=" * len(_EQUAL_ONE.findall(m.group(0)))), text)
     return _DASHES.sub(lambda m: m.group(1) + " ".join(m.group(2)), text)
+
+
+def inline(text: str) -> str:
+    """Stored text to put inside one line rheo builds (a title, a heading, a topic): every
+    line break (any kind, see the module docstring) becomes a space, then `escape`."""
+    return escape(" ".join(text.splitlines()))
 
 
 def entry(prefix: str, text: str) -> str:
     """One injected entry: ``prefix`` + escaped text, continuation lines indented.
 
-    Blank-line runs collapse to one line break; trailing whitespace is dropped.
+    ``prefix`` may hold stored strings (a document title, a topic): it is made one line and
+    escaped too (`inline`). Blank-line runs collapse to one line break; trailing whitespace
+    is dropped.
     """
+    prefix = inline(prefix)
     # Every kind of line break counts (\v, \f, U+2028...): each starts an indented line.
     unified = "\n".join(text.splitlines())
     body = _BLANKS.sub("\n", escape(unified)).strip()

@@ -1,0 +1,61 @@
+"""What PostgreSQL's row-level security does for rheo, exactly as the README says it: it
+keeps a query that forgets its tenant filter inside the connection's tenant and refuses a
+row written for another, but the tenant is whatever the login sets, so anyone with the
+database URL can reach every profile. Skipped without RHEO_TEST_DATABASE_URL."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import UTC, datetime
+
+import pytest
+from conftest import pg_schema_url
+from helpers import REPO, run_rheo
+
+from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.store import db
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("RHEO_TEST_DATABASE_URL"),
+    reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
+)
+NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
+
+
+def test_row_level_security_scopes_queries_not_logins(home):
+    with pg_schema_url() as url:
+        for tenant in ("a", "b"):
+            conn = db.open_url(url, tenant=tenant)
+            ledger.append_turn(
+                conn, profile=tenant, role="user", content=f"{tenant}'s secret", now=NOW, gap_s=7200
+            )
+            conn.close()
+        conn = db.open_url(url, tenant="a")
+        try:
+            # The guard: no profile filter in the query, still only a's rows; b's refused.
+            unfiltered = conn.execute("SELECT profile, content FROM turns").fetchall()
+            assert [tuple(r) for r in unfiltered] == [("a", "a's secret")]
+            with pytest.raises(sqlite3.DatabaseError):
+                conn.execute(
+                    "INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
+                    "VALUES ('b', '2026-04-01T09:00:00.000Z', '2026-04-01T09:00:00.000Z', 0)"
+                )
+            # Not a boundary between people: the same login names another tenant and reads it.
+            conn.raw.execute("SELECT set_config('rheo.tenant', 'b', false)")
+            other = conn.execute("SELECT profile, content FROM turns").fetchall()
+            assert [tuple(r) for r in other] == [("b", "b's secret")]
+        finally:
+            conn.close()
+        env = {**os.environ, "RHEO_HOME": str(home), "RHEO_DATABASE_URL": url}
+        shown = run_rheo("--profile", "b", "history", "recent", env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert "b's secret" in shown.stdout.decode()
+
+
+def test_the_readme_says_what_the_isolation_is():
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "see and write only the profile it was opened for" not in readme
+    assert "anyone with the database URL can read and write every profile" in readme
+    assert "set_config('rheo.tenant', 'other', false)" in readme
+    assert "logins per member, each granted only its own profiles, are planned" in readme
