@@ -20,8 +20,9 @@ _CHUNK = 1024 * 1024
 def read_stdin(stream: BinaryIO | None = None) -> str | None:
     """Piped stdin as text, or None when stdin is a terminal or absent.
 
-    UTF-8 is expected; bytes that are not valid UTF-8 become U+FFFD (only those: the rest of
-    the text is read as it is), with a note on stderr. Input with NUL bytes is binary
+    UTF-8 is expected; input that is not valid UTF-8 is read by `decode_lenient` (damaged
+    UTF-8 keeps its text with only the invalid bytes replaced; a Latin-1 document is read as
+    such), with a note on stderr. Input with NUL bytes is binary
     and refused with a UsageError, as is input over `MAX_STDIN_BYTES` (both noticed while
     reading, so ``< /dev/zero`` fails at once).
     """
@@ -51,9 +52,34 @@ def read_stdin(stream: BinaryIO | None = None) -> str | None:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        text = data.decode("utf-8-sig", "replace")
-        say_error(f"stdin is not valid UTF-8: {_replaced(text, data)} replaced by U+FFFD")
+        text, how = decode_lenient(data.removeprefix(b"\xef\xbb\xbf"))
+        say_error(f"stdin is not valid UTF-8: {how}")
         return text
+
+
+_UTF8_SEQUENCE = re.compile(
+    rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}"
+)
+
+
+def decode_lenient(data: bytes) -> tuple[str, str]:
+    """Text of bytes that are not valid UTF-8, and how they were read, in words.
+
+    UTF-8 with some damaged bytes (it holds valid multi-byte sequences: ``café 日本 \\xff``)
+    keeps its text, only the invalid bytes replaced by U+FFFD; text with no multi-byte UTF-8
+    sequence at all is in a one-byte legacy encoding (``caf\\xe9`` from a Latin-1 file or
+    terminal) and is read as Windows-1252, whose printable range covers Latin-1's, so no
+    letter is lost (the five bytes it leaves undefined are read as Latin-1)."""
+    if _UTF8_SEQUENCE.search(data) is None:
+        text = "".join(
+            chr(b) if b in _CP1252_UNDEFINED else bytes([b]).decode("cp1252") for b in data
+        )
+        return text, "read as Latin-1 (Windows-1252)"
+    text = data.decode("utf-8", "replace")
+    return text, f"{_replaced(text, data)} replaced by U+FFFD"
+
+
+_CP1252_UNDEFINED = frozenset({0x81, 0x8D, 0x8F, 0x90, 0x9D})
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -71,14 +97,19 @@ def _replaced(text: str, data: bytes) -> str:
 
 def clean_arg(arg: str) -> str:
     """A command-line argument as text: Python keeps the bytes of ``sys.argv`` that are not
-    valid UTF-8 as surrogates (``surrogateescape``); the argument's bytes are decoded again as
-    UTF-8 with only those replaced by U+FFFD (``café \\xff`` is ``café \ufffd``), with a note
-    on stderr. Valid text is returned unchanged."""
+    valid UTF-8 as surrogates (``surrogateescape``); the argument's bytes are decoded again by
+    `decode_lenient` (``café \\xff`` is ``café \ufffd``; ``caf\\xe9`` from a Latin-1 terminal is
+    ``café``), with a note on stderr. Valid text is returned unchanged."""
     if not _SURROGATE.search(arg):
         return arg
-    data, text = _redecoded(arg)
+    try:
+        data = os.fsencode(arg)
+    except UnicodeEncodeError:  # a surrogate no byte gave (not from the OS)
+        text, how = _SURROGATE.sub("\ufffd", arg), "invalid characters replaced by U+FFFD"
+    else:
+        text, how = decode_lenient(data)
     _RAW_ARGS[text] = arg
-    say_error(f"an argument is not valid UTF-8: {_replaced(text, data)} replaced by U+FFFD")
+    say_error(f"an argument is not valid UTF-8: {how}")
     return text
 
 

@@ -54,6 +54,13 @@ def test_invalid_utf8_on_stdin_replaces_only_the_bad_bytes(rheo, api, home):
     assert user_turns(home) == ["café 日本 \ufffd\ufffd crème"]
 
 
+def test_a_latin1_document_on_stdin_keeps_its_letters(rheo, api, home):
+    result = rheo("ask", input="Grüße aus Köln, señor – 20 €".encode("cp1252"))
+    assert result.exit_code == 0
+    assert "stdin is not valid UTF-8: read as Latin-1 (Windows-1252)" in result.stderr
+    assert user_turns(home) == ["Grüße aus Köln, señor – 20 €"]
+
+
 def test_ten_megabytes_on_stdin_is_stored_whole(rheo, api, home):
     big = ("All work and no play makes Jack a dull boy. " * 240_000)[:10_000_000]
     rheo("ask", "first question")

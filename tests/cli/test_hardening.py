@@ -123,10 +123,8 @@ def test_argument_that_is_not_utf8_has_only_its_invalid_bytes_replaced(api, home
     )
     assert proc.returncode == 0, proc.stderr
     assert b"not valid UTF-8" in proc.stderr
-    # Latin-1 bytes are not UTF-8: each is replaced, the rest kept as it is
-    assert (
-        db_rows(home, "SELECT content FROM turns WHERE role='user'")[0][0] == "caf\ufffd cr\ufffdme"
-    )
+    # No UTF-8 sequence at all: a Latin-1 terminal's bytes, read as Latin-1, no letter lost
+    assert db_rows(home, "SELECT content FROM turns WHERE role='user'")[0][0] == "café crème"
 
 
 @pytest.mark.parametrize(
