@@ -85,7 +85,8 @@ class AssistantConfig:
 
     def prompt(self) -> str:
         """The text of ``prompt_file`` (``""`` without one), trailing space trimmed.
-        Raises ConfigError when it cannot be read or is not UTF-8 text."""
+        Raises ConfigError when it cannot be read, is larger than `MAX_PROMPT_BYTES`, is not
+        UTF-8 text or holds a NUL byte."""
         if self.prompt_file is None:
             return ""
         where = f"[assistants.{self.name}] prompt_file {self.prompt_file}"
@@ -96,9 +97,12 @@ class AssistantConfig:
         if len(raw) > MAX_PROMPT_BYTES:
             raise ConfigError(f"{where} is larger than {MAX_PROMPT_BYTES // 1024} KB")
         try:
-            return raw.decode("utf-8").rstrip()
+            text = raw.decode("utf-8").rstrip()
         except UnicodeDecodeError:
             raise ConfigError(f"{where} is not UTF-8 text") from None
+        if "\x00" in text:  # no program's argument or prompt file can carry it
+            raise ConfigError(f"{where} holds a NUL byte: it is not a text file")
+        return text
 
 
 @dataclass(frozen=True)

@@ -108,14 +108,17 @@ class Runtime:
             self._provider = self.build_provider(self.choice)
         return self._provider
 
-    def build_provider(self, choice: factory.Choice) -> Provider:
-        """A new provider for ``choice`` with this runtime's settings (the caller closes it)."""
+    def build_provider(self, choice: factory.Choice, *, tools: bool = True) -> Provider:
+        """A new provider for ``choice`` with this runtime's settings (the caller closes it).
+        ``tools=False``: no memory tools reach it by any route (Claude Code gets no MCP
+        server), as for extraction and digests."""
         return factory.build(
             choice,
             self.config.providers,
             timeout_s=self.config.timeout_s,
             workdir=self.paths.home / "claude-code",
-            memory_server=self.memory_server(),
+            memory_server=self.memory_server() if tools else None,
+            tools=tools,
         )
 
     def memory_server(self) -> factory.MemoryServer | None:

@@ -30,7 +30,7 @@ def chain_for(rt: Runtime) -> list[Extractor]:
 
     Raises AllExtractorsFailed when no link can be built at all."""
     choices, problems = factory.extraction_chain(rt.config.providers, rt.choice)
-    links = [Extractor(c.name, rt.build_provider(c), c.model) for c in choices]
+    links = [Extractor(c.name, rt.build_provider(c, tools=False), c.model) for c in choices]
     if not links:
         raise AllExtractorsFailed("; ".join(problems) or "no extractor configured")
     return links

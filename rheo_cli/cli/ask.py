@@ -27,15 +27,21 @@ def say_guidance(text: str) -> None:
 
 
 def usage_line(usage: object) -> str:
-    """``tokens: 1,204 in (1,000 read from cache, 0 written), 85 out`` for ``-u``."""
+    """``tokens: 1,204 in (1,000 read from cache, 0 written), 85 out`` for ``-u``, then
+    ``; cost $0.0123`` when the provider reported a price (Claude Code does), rounded as the
+    turn's meta stores it (6 decimals)."""
 
     def get(name: str) -> int:
         return int(getattr(usage, name, 0) or 0)
 
-    return (
+    line = (
         f"tokens: {get('input_tokens'):,} in ({get('cache_read_tokens'):,} read from cache, "
         f"{get('cache_write_tokens'):,} written to it), {get('output_tokens'):,} out"
     )
+    cost = getattr(usage, "cost_usd", None)
+    if isinstance(cost, int | float):
+        line += f"; cost ${round(float(cost), 6):g}"
+    return line
 
 
 @command
@@ -74,7 +80,7 @@ def ask(
         ),
     ] = None,
     usage: Annotated[
-        bool, typer.Option("--usage", "-u", help="Print tokens and cache reads on stderr.")
+        bool, typer.Option("--usage", "-u", help="Print tokens, cache reads and (Claude Code) the cost on stderr.")
     ] = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the reply only once it is complete.")

@@ -41,8 +41,7 @@ def mcp(
         raise UsageError(f"rheo mcp needs the MCP SDK: {install_hint('mcp')}") from None
     from ..mcpserver.server import serve
 
-    rt = runtime_for(profile)
-    rt.conn  # noqa: B018 - open (and migrate) the store before the first request
+    rt = runtime_for(profile)  # the store is opened on the first tool call
     try:
         serve(rt, log_turns=log_turns)
     finally:

@@ -2,11 +2,15 @@
 
 Ownership: the profile is the server's, fixed when ``rheo mcp`` starts; no tool takes one,
 and an id of another profile's item is "not found". A memory written over MCP needs a source
-turn like every other write, so `write_memory` first records a *note turn*: a user-role turn
-in the ledger, ``[CLIENT via MCP] remember: LABEL``, meta ``{"source": "mcp", "client":
-CLIENT, "tool": "write_memory"}``. The item then has source ``mcp``, that turn as its source,
-and the client's name in its reason; the note and the item commit together, and a fact the
-engine refuses (bad category, empty label, bad date) stores neither.
+turn like every other write, so `write_memory` first records a *note turn*:
+``[CLIENT via MCP] remember: LABEL``, meta ``{"source": "mcp", "client": CLIENT, "tool":
+"write_memory", "kind": "note"}``. It is an ``assistant`` turn (status ``ok``, model: the
+client's name), because the client's model made the write, not the person: later contexts
+show it as ``assistant: [CLIENT via MCP] remember: …``, never as the person speaking, and
+``rheo ask --retry`` never takes it for an unanswered question. The item then has source
+``mcp``, that turn as its source, and the client's name in its reason; the note and the item
+commit together, and a fact the engine refuses (bad category, empty label, bad date) stores
+neither.
 
 Errors the caller can fix raise `engine errors <EngineError>` or `ToolInputError`; the
 server turns them into tool errors.
@@ -112,11 +116,18 @@ def write_memory(
         appended = ledger.append_turn(
             rt.conn,
             profile=rt.profile,
-            role="user",
+            role="assistant",
             content=f"[{caller.client} via MCP] remember: {fact.label}",
             now=now,
             gap_s=rt.settings.gap_s,
-            meta={"source": "mcp", "client": caller.client, "tool": "write_memory"},
+            model=caller.client[:100],
+            status="ok",
+            meta={
+                "source": "mcp",
+                "client": caller.client,
+                "tool": "write_memory",
+                "kind": "note",
+            },
         )
         outcome = remember(
             rt.conn,

@@ -4,21 +4,39 @@
 
 Tool arguments are checked by the SDK against each tool's schema (a wrong type or a missing
 field is a tool error before any code runs); what rheo refuses beyond that (an unknown id, an
-empty label, a bad date) is a tool error with rheo's one-line reason. Nothing is stored when a
-tool fails.
+empty label, a bad date) is a tool error with rheo's one-line reason. Both read the same way:
+one line naming the argument and what is wrong (never the SDK's validation dump, its
+``Error executing tool`` prefix or a documentation URL). Nothing is stored when a tool fails.
+
+Decisions over the SDK's defaults (checked with the MCP Inspector CLI 2.12 and Claude Code):
+
+- No ``outputSchema``: the tools return text for the model. With the SDK's generated
+  ``{"result": string}`` schema, Claude Code hands the model the JSON wrapper instead of the
+  text, and some clients have rejected such schemas.
+- Tool descriptions are the docstrings dedented (the SDK keeps their indentation).
+- An unknown prompt is ``-32602`` (invalid params), not the SDK's code 0; its log is one
+  line on stderr, never a boxed traceback (`_one_line_logging`).
+- `transport.serve_stdio` answers a line that is not JSON with ``-32700`` and a request
+  holding a lone surrogate with ``-32602`` (the SDK drops both without an answer).
+
+The store is opened on the first tool call, not at start, so ``initialize`` is answered as
+soon as the SDK is imported (bench/mcp_start.py).
 """
 
 # No ``from __future__ import annotations``: the SDK reads the tool functions' annotations
 # (Field bounds, Literal choices, the Context parameter) at registration.
 
 import contextlib
+import inspect
+import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from ..errors import RheoError
 from ..memory.facts.items import CATEGORIES
@@ -71,10 +89,75 @@ def _run(action: Callable[[], str]) -> str:
         raise ToolError(str(exc)) from None
 
 
+def argument_errors(exc: ValidationError) -> str:
+    """The SDK's validation failure as rheo's one line: ``id: Input should be a valid
+    integer; label: Field required`` (argument names and pydantic's short messages; no
+    values, no URL)."""
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "arguments") or "arguments"
+        parts.append(f"{where}: {' '.join(str(err.get('msg', 'invalid')).split())}")
+    return "; ".join(dict.fromkeys(parts)) or "invalid arguments"
+
+
+class RheoServer(MCPServer):
+    """`MCPServer` with rheo's error wording: argument errors and refusals as one line, an
+    unknown prompt as ``-32602``."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(argument_errors(exc.__cause__)) from None
+            cause = exc.__cause__
+            text = str(cause) if isinstance(cause, ToolError) else str(exc)
+            raise ToolError(" ".join(text.split())) from None
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Any = None
+    ) -> Any:
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(INVALID_PARAMS, f"unknown prompt: {name}")
+        return await super().get_prompt(name, arguments, context)
+
+
+class _OneLine(logging.Formatter):
+    """``rheo mcp: LEVEL: message`` on one line; an exception as its type and text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = f"rheo mcp: {record.levelname.lower()}: {record.getMessage()}"
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text += f" ({type(exc).__name__}: {exc})"
+        return " ".join(text.split())
+
+
+def _one_line_logging() -> None:
+    """Log to stderr in one line a record, before the SDK installs its boxed tracebacks
+    (its ``logging.basicConfig`` then leaves the root logger alone)."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine())
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
+
+
+def _described(fn: Callable[..., Any]) -> str:
+    """A tool's description: its docstring, dedented."""
+    return inspect.cleandoc(fn.__doc__ or "")
+
+
 def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     """The server for ``rt``'s profile: the memory tools (and ``log_turn`` with
-    ``log_turns``), each annotated read-only or writing."""
-    server: MCPServer = MCPServer(
+    ``log_turns``), each annotated read-only or writing, with no output schema."""
+    _one_line_logging()
+    server: MCPServer = RheoServer(
         name="rheo",
         title="rheo memory",
         instructions=INSTRUCTIONS,
@@ -83,7 +166,15 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     )
     seen: dict[str, actions.Caller] = {}
 
-    @server.tool(annotations=ADD)
+    def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Any]:
+        def register(fn: Callable[..., Any]) -> Any:
+            return server.tool(
+                annotations=annotations, description=_described(fn), structured_output=False
+            )(fn)
+
+        return register
+
+    @tool(ADD)
     async def write_memory(
         category: Annotated[Category, Field(description="What kind of fact this is.")],
         topic: Annotated[
@@ -130,7 +221,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
             )
         )
 
-    @server.tool(annotations=READ)
+    @tool(READ)
     async def memory_search(
         query: Annotated[str, Field(min_length=1, max_length=2000)],
         include_inactive: Annotated[
@@ -145,7 +236,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
             )
         )
 
-    @server.tool(annotations=READ)
+    @tool(READ)
     async def memory_list(
         category: Annotated[Category | None, Field(description="Only this category.")] = None,
         include_inactive: Annotated[
@@ -160,7 +251,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
             )
         )
 
-    @server.tool(annotations=RETRACT)
+    @tool(RETRACT)
     async def memory_forget(
         id: Annotated[int, Field(ge=1, le=2**63 - 1, description="The memory's #id.")],
         ctx: Context,
@@ -170,7 +261,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         caller = _caller(ctx, seen)
         return _run(lambda: actions.memory_forget(rt, caller, item_id=id))
 
-    @server.tool(annotations=READ)
+    @tool(READ)
     async def chat_search(
         query: Annotated[str, Field(min_length=1, max_length=2000)],
         limit: Annotated[int, Field(ge=1, le=50)] = 8,
@@ -179,12 +270,12 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         it imported) by keywords; dated turns, best matches first."""
         return _run(lambda: actions.chat_search(rt, query=query, limit=limit))
 
-    @server.tool(annotations=READ)
+    @tool(READ)
     async def chat_recent(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> str:
         """The most recent conversation turns with the person, oldest first."""
         return _run(lambda: actions.chat_recent(rt, limit=limit))
 
-    @server.tool(annotations=READ)
+    @tool(READ)
     async def context(
         message: Annotated[str, Field(min_length=1, max_length=100_000)],
         budget: Annotated[int | None, Field(ge=0, le=200_000)] = None,
@@ -197,7 +288,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     if log_turns:
         conversation = actions.Conversation()  # one client per stdio server: its own pairs
 
-        @server.tool(annotations=ADD)
+        @tool(ADD)
         async def log_turn(
             role: Literal["user", "assistant"],
             content: Annotated[str, Field(min_length=1, max_length=actions.CONTENT_MAX)],
@@ -235,4 +326,8 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
 
 def serve(rt: Runtime, *, log_turns: bool = False) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
-    build(rt, log_turns=log_turns).run("stdio")
+    import anyio
+
+    from .transport import serve_stdio
+
+    anyio.run(serve_stdio, build(rt, log_turns=log_turns))

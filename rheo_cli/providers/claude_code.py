@@ -3,17 +3,33 @@
 Each call runs::
 
     claude -p --output-format stream-json --verbose --include-partial-messages
-           --tools "" --strict-mcp-config --system-prompt <rheo's system prompt>
-           [--model M] [--mcp-config FILE]
+           --tools "" --strict-mcp-config --setting-sources "" --no-session-persistence
+           --disable-slash-commands --system-prompt-file FILE [--model M]
+           [--mcp-config FILE --allowedTools mcp__rheo]
 
 with the message on stdin, in a private empty folder (0700) so Claude Code never reads or
-edits the person's files: ``--tools ""`` turns every built-in tool off and
-``--strict-mcp-config`` keeps the person's own MCP servers out. The stream-json events are
-``system``/``init`` (the model), ``stream_event`` (Messages-API stream events: text deltas),
-``assistant`` (whole messages) and a final ``result`` (``is_error``, ``result``, ``usage``,
-``total_cost_usd``, ``stop_reason``: ``max_tokens`` when the reply was cut at Claude Code's
-output limit, which ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` sets). rheo's memory tools will reach
-it through rheo's MCP server (``mcp_config``); until then it chats without tools.
+edits the person's files. Why each part (checked against Claude Code 2.1.197 and 2.1.332):
+
+- ``--tools ""``: every built-in tool off (no shell, no file edits, no web).
+- ``--strict-mcp-config``: the person's own MCP servers stay out; only rheo's is offered.
+- ``--setting-sources ""``: no user, project or local settings, so the person's hooks,
+  enabled plugins, CLAUDE.md files and permission rules never run inside rheo's calls. A
+  subscription (OAuth) login still works: its credentials are not settings (``--bare``
+  would refuse them).
+- ``--no-session-persistence``: no transcript of rheo's context under ``~/.claude/projects``.
+- ``--disable-slash-commands``: no skills.
+- ``--system-prompt-file``: rheo's system prompt of any size (a command-line argument stops
+  at 128 KB), written 0600 in the private folder and removed after the call.
+- ``--mcp-config`` + ``--allowedTools mcp__rheo``: rheo's memory server (``rheo mcp``), every
+  one of its tools allowed; its entry says ``"alwaysLoad": true`` so the tools are there on
+  the first request (Claude Code otherwise connects servers without waiting).
+
+And in its environment: ``CLAUDE_CODE_DISABLE_AUTO_MEMORY=1`` (no auto-memory read or
+written), ``MCP_CONNECTION_NONBLOCKING=false`` (wait for rheo's server),
+``CLAUDE_CODE_MAX_RETRIES=2`` (rheo's own retry policy) and
+``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` (no telemetry, error reports or update checks)
+unless the person set these last two themselves. Background extraction and digests get no
+MCP server at all (``tools=False``). The events are read by `claude_code_events`.
 """
 
 from __future__ import annotations
@@ -24,29 +40,39 @@ import os
 import queue
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 from .base import ChatRequest, Event, Finished, ProviderError, TextDelta, Usage
+from .claude_code_events import StreamState, failure, kind_of
 from .retry import one_line
 
-MEMORY_TOOLS = ("write_memory", "memory_search", "memory_list", "chat_search", "chat_recent")
-"""rheo's MCP tools Claude Code may call without asking (``mcp__rheo__<name>``)."""
+SERVER_NAME = "rheo"
+"""rheo's entry in the MCP configuration it writes; ``mcp__rheo`` allows all its tools."""
 
-_LOGGED_OUT = ("/login", "not logged in", "invalid api key", "authentication", "oauth token")
-_LIMITED = ("rate limit", "usage limit", "limit reached", "overloaded")
+CHILD_ENV = {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1", "MCP_CONNECTION_NONBLOCKING": "false"}
+"""Set in Claude Code's environment for every call rheo makes."""
+CHILD_ENV_DEFAULTS = {
+    "CLAUDE_CODE_MAX_RETRIES": "2",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
+"""Set unless the person's environment already sets them."""
 
 
 class ClaudeCodeProvider:
     """`Provider` running the ``claude`` executable (``command``) once per call.
 
     ``workdir``: the private folder it runs in (created 0700); ``timeout_s``: seconds without
-    output before the call is stopped and reported; ``mcp_config``: a file passed as
-    ``--mcp-config`` (for rheo's MCP server, later). Model ``default`` leaves the model to
-    Claude Code. Tools in the request are not offered (it runs with tools off).
+    output before the call is stopped and reported; ``mcp_config``: the person's own file
+    passed as ``--mcp-config`` instead of rheo's server; ``memory_server``: how to start
+    rheo's MCP server (a `factory.MemoryServer`), offered with all its tools allowed. With
+    neither, Claude Code gets no MCP server (extraction and digests). Model ``default``
+    leaves the model to Claude Code. Tools in the request are not offered (Claude Code runs
+    its own tool loop over MCP).
     """
 
     name = "claude-code"
@@ -59,28 +85,36 @@ class ClaudeCodeProvider:
         timeout_s: float = 120.0,
         mcp_config: str | None = None,
         memory_server: Any = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.command = command
         self.workdir = workdir
         self.timeout_s = timeout_s
         self.mcp_config = mcp_config
         self.memory_server = memory_server
-        """A `factory.MemoryServer`: rheo's MCP server, offered to Claude Code."""
+        self.environ = environ
+        """The environment Claude Code starts from (None: this process's)."""
         self.on_retry: Callable[[str], None] | None = None
-        """Unused: Claude Code retries by itself."""
+        """Told of Claude Code's own retries that wait 2 s or more."""
         self._proc: subprocess.Popen[bytes] | None = None
+        self._prompt_file: Path | None = None
 
     def close(self) -> None:
-        """Stop a call still running (idempotent)."""
+        """Stop a call still running and remove its prompt file (idempotent)."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(OSError):
                 proc.kill()
             with contextlib.suppress(Exception):
                 proc.wait(timeout=5)
+        prompt, self._prompt_file = self._prompt_file, None
+        if prompt is not None:
+            with contextlib.suppress(OSError):
+                prompt.unlink()
 
-    def argv(self, request: ChatRequest, executable: str) -> list[str]:
-        """The command line for ``request`` (the message itself goes to stdin)."""
+    def argv(self, request: ChatRequest, executable: str, prompt_file: Path) -> list[str]:
+        """The command line for ``request``, whose system prompt is in ``prompt_file`` (the
+        message itself goes to stdin)."""
         args = [
             executable,
             "-p",
@@ -91,8 +125,12 @@ class ClaudeCodeProvider:
             "--tools",
             "",
             "--strict-mcp-config",
-            "--system-prompt",
-            system_text(request),
+            "--setting-sources",
+            "",
+            "--no-session-persistence",
+            "--disable-slash-commands",
+            "--system-prompt-file",
+            str(prompt_file),
         ]
         if request.model and request.model != "default":
             args += ["--model", request.model]
@@ -100,8 +138,17 @@ class ClaudeCodeProvider:
             args += ["--mcp-config", self.mcp_config]
         elif self.memory_server is not None:
             args += ["--mcp-config", str(self._memory_config())]
-            args += ["--allowedTools", ",".join(f"mcp__rheo__{t}" for t in MEMORY_TOOLS)]
+            args += ["--allowedTools", f"mcp__{SERVER_NAME}"]
         return args
+
+    def child_env(self) -> dict[str, str]:
+        """Claude Code's environment: rheo's (or ``environ``) with `CHILD_ENV` and, where
+        the person has not set them, `CHILD_ENV_DEFAULTS`."""
+        env = dict(os.environ if self.environ is None else self.environ)
+        for name, value in CHILD_ENV_DEFAULTS.items():
+            env.setdefault(name, value)
+        env.update(CHILD_ENV)
+        return env
 
     def _memory_config(self) -> Path:
         """Write the MCP configuration naming rheo's memory server (0600, in the private
@@ -109,10 +156,12 @@ class ClaudeCodeProvider:
         server = self.memory_server
         config = {
             "mcpServers": {
-                "rheo": {
+                SERVER_NAME: {
+                    "type": "stdio",
                     "command": server.argv[0],
                     "args": list(server.argv[1:]),
                     "env": dict(server.env),
+                    "alwaysLoad": True,
                 }
             }
         }
@@ -122,6 +171,15 @@ class ClaudeCodeProvider:
         with os.fdopen(fd, "w") as handle:
             json.dump(config, handle)
         return path
+
+    def _write_prompt(self, request: ChatRequest) -> Path:
+        """The system prompt in a new private file (0600) of the working folder."""
+        self._ensure_workdir()
+        fd, name = tempfile.mkstemp(prefix="system-", suffix=".txt", dir=self.workdir)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(system_text(request).encode("utf-8", "replace"))
+        self._prompt_file = Path(name)
+        return self._prompt_file
 
     def _ensure_workdir(self) -> None:
         """Create the private working folder (0700) if needed."""
@@ -134,24 +192,27 @@ class ClaudeCodeProvider:
             self.workdir.chmod(0o700)
 
     def _start(self, request: ChatRequest) -> subprocess.Popen[bytes]:
-        executable = shutil.which(self.command)
+        env = self.child_env()
+        executable = shutil.which(self.command, path=env.get("PATH"))
         if not executable:
             raise ProviderError(
                 "unavailable",
                 f"the '{self.command}' command (Claude Code) is not on PATH: install Claude Code "
                 "or choose another provider (see 'rheo providers')",
             )
-        self._ensure_workdir()
         try:
+            args = self.argv(request, executable, self._write_prompt(request))
             proc = subprocess.Popen(
-                self.argv(request, executable),
+                args,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=str(self.workdir),
+                env=env,
                 start_new_session=True,  # Ctrl-C reaches rheo, which stops the child itself
             )
         except OSError as exc:
+            self.close()
             raise ProviderError(
                 "unavailable", f"cannot run {self.command}: {exc.strerror or exc}"
             ) from None
@@ -166,9 +227,10 @@ class ClaudeCodeProvider:
 
     def stream(self, request: ChatRequest) -> Iterator[Event]:
         """Yield TextDelta events as Claude Code streams, then Finished (usage, cost,
-        model). Raises ProviderError: ``unavailable`` (no binary), ``auth`` (logged out),
-        ``timeout``, ``malformed`` (output that is not stream-json), ``other`` (non-zero
-        exit, an error result)."""
+        model). Raises ProviderError: ``unavailable`` (no binary), ``auth`` (a refused key,
+        or logged out: at Claude Code's first retry of a 401, not after its retries),
+        ``rate_limit``/``overloaded``/``server`` (after Claude Code's retries), ``timeout``,
+        ``malformed`` (output that is not stream-json), ``other`` (non-zero exit)."""
         proc = self._start(request)
         assert proc.stdout is not None and proc.stderr is not None
         lines: queue.Queue[bytes | None] = queue.Queue()
@@ -176,7 +238,7 @@ class ClaudeCodeProvider:
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         errors = threading.Thread(target=_collect, args=(proc.stderr, stderr), daemon=True)
         errors.start()
-        state = _State(model=request.model)
+        state = StreamState(model=request.model, on_retry=self.on_retry)
         try:
             while True:
                 try:
@@ -207,11 +269,11 @@ class ClaudeCodeProvider:
             code = _wait(proc)
             errors.join(timeout=2)
             if state.result is None:
-                raise _exit_error(code, stderr, self.command)
-            result = state.result
-            message = str(result.get("result") or "")
-            if result.get("is_error") or str(result.get("subtype", "success")) != "success":
-                raise _result_error(message or str(result.get("subtype")), code)
+                raise _exit_error(code, stderr, self.command, state)
+            failed = state.result_error(code)
+            if failed is not None:
+                raise failed
+            message = str(state.result.get("result") or "")
             if not state.streamed and message:
                 yield TextDelta(message)
                 state.text.append(message)
@@ -234,76 +296,6 @@ class ClaudeCodeProvider:
             elif isinstance(event, Finished):
                 usage, model = event.usage, event.model
         return "".join(parts), usage, model
-
-
-class _State:
-    """What the events said so far: model, text streamed or whole, the result event."""
-
-    def __init__(self, model: str) -> None:
-        self.model = "" if model == "default" else model
-        self.text: list[str] = []
-        self.streamed = False
-        self.partial_in_message = False
-        self.result: dict[str, Any] | None = None
-        self.last_stop = ""
-        """The stop reason of the last model message streamed (``message_delta``)."""
-
-    def take(self, event: dict[str, Any]) -> Iterator[TextDelta]:
-        kind = event.get("type")
-        if kind == "system" and event.get("subtype") == "init":
-            self.model = str(event.get("model") or self.model)
-        elif kind == "stream_event":
-            inner = event.get("event") or {}
-            delta = inner.get("delta") or {} if isinstance(inner, dict) else {}
-            if not isinstance(delta, dict):
-                delta = {}
-            if isinstance(inner, dict) and inner.get("type") == "message_delta":
-                self.last_stop = str(delta.get("stop_reason") or "")
-            if delta.get("type") == "text_delta":
-                piece = str(delta.get("text") or "")
-                if piece:
-                    self.streamed = self.partial_in_message = True
-                    self.text.append(piece)
-                    yield TextDelta(piece)
-        elif kind == "assistant":
-            message = event.get("message") or {}
-            synthetic = event.get("error") or message.get("model") == "<synthetic>"
-            if not synthetic:
-                self.model = str(message.get("model") or self.model)
-            # An error (e.g. logged out) comes as a synthetic message: the result reports it.
-            if not self.partial_in_message and not synthetic:  # no deltas: show it whole
-                for block in message.get("content") or []:
-                    if isinstance(block, dict) and block.get("type") == "text" and block["text"]:
-                        self.streamed = True
-                        self.text.append(str(block["text"]))
-                        yield TextDelta(str(block["text"]))
-            self.partial_in_message = False
-        elif kind == "result":
-            self.result = event
-
-    def stop_reason(self) -> str:
-        """``max_tokens`` when the reply stopped at the output token limit — as the result's
-        ``stop_reason`` says or, without it, the last streamed message's — else ``end_turn``
-        (Claude Code runs its own tool loop: what reaches rheo is the end of it)."""
-        said = (self.result or {}).get("stop_reason")
-        reason = said if isinstance(said, str) and said else self.last_stop
-        return "max_tokens" if reason == "max_tokens" else "end_turn"
-
-    def usage(self) -> Usage:
-        result = self.result or {}
-        raw = result.get("usage") or {}
-        cost = result.get("total_cost_usd")
-        return Usage(
-            input_tokens=_int(raw.get("input_tokens")),
-            output_tokens=_int(raw.get("output_tokens")),
-            cache_read_tokens=_int(raw.get("cache_read_input_tokens")),
-            cache_write_tokens=_int(raw.get("cache_creation_input_tokens")),
-            cost_usd=float(cost) if isinstance(cost, int | float) else None,
-        )
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
 def _pump(stream: IO[bytes], out: queue.Queue[bytes | None]) -> None:
@@ -329,30 +321,22 @@ def _wait(proc: subprocess.Popen[bytes]) -> int:
     return code if code is not None else -1
 
 
-def _exit_error(code: int, stderr: list[bytes], command: str) -> ProviderError:
+def _exit_error(
+    code: int, stderr: list[bytes], command: str, state: StreamState
+) -> ProviderError:
+    """The failure of a run that ended without a result event: its last stderr line."""
+
     last = ""
     text = b"".join(stderr).decode("utf-8", "replace").strip()
     if text:
         last = one_line(text.splitlines()[-1], 200)
-    if any(word in last.lower() for word in _LOGGED_OUT):
-        return _result_error(last, code)
+    if last and kind_of(None, "", last) == "auth":
+        return failure("auth", last, status=None, key_source=state.key_source)
     if code != 0:
         return ProviderError(
             "other", f"{command} exited with status {code}" + (f": {last}" if last else "")
         )
     return ProviderError("malformed", "Claude Code ended without a result event")
-
-
-def _result_error(message: str, code: int) -> ProviderError:
-    said = one_line(message, 200) or "no message"
-    lowered = said.lower()
-    if any(word in lowered for word in _LOGGED_OUT):
-        return ProviderError(
-            "auth", f"Claude Code is not logged in: run 'claude' and /login (it said: {said})"
-        )
-    if any(word in lowered for word in _LIMITED):
-        return ProviderError("rate_limit", f"Claude Code hit a limit: {said}")
-    return ProviderError("other", f"Claude Code failed (status {code}): {said}")
 
 
 def system_text(request: ChatRequest) -> str:

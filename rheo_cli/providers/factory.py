@@ -300,13 +300,16 @@ def build(
     workdir: Path,
     environ: Mapping[str, str] | None = None,
     memory_server: MemoryServer | None = None,
+    tools: bool = True,
 ) -> Provider:
     """A provider object for ``choice`` (no SDK imported, nothing connected yet).
 
     ``timeout_s``: seconds without progress before a call fails; ``workdir``: the private
     folder Claude Code runs in (created 0700 on first call); ``memory_server``: how to start
     rheo's MCP server, handed to Claude Code so it can use rheo's memory tools (ignored when
-    ``[claude_code] mcp_config`` names a file of the person's own)."""
+    ``[claude_code] mcp_config`` names a file of the person's own); ``tools=False``: Claude
+    Code gets no MCP server at all (extraction and digests, which must not write memory
+    themselves)."""
     if choice.kind == "anthropic":
         from .anthropic_api import AnthropicProvider
 
@@ -328,8 +331,8 @@ def build(
         command=cc.command,
         workdir=workdir,
         timeout_s=timeout_s,
-        mcp_config=cc.mcp_config,
-        memory_server=None if cc.mcp_config else memory_server,
+        mcp_config=cc.mcp_config if tools else None,
+        memory_server=None if cc.mcp_config or not tools else memory_server,
     )
 
 

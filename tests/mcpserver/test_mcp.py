@@ -69,7 +69,10 @@ async def call(session: ClientSession, name: str, args: dict[str, Any]) -> tuple
 
 
 def counts(home: Path) -> tuple[int, int, int]:
-    """(turns, memory items, memory events) in the store."""
+    """(turns, memory items, memory events) in the store (none yet: ``rheo mcp`` opens the
+    store on the first tool call that needs it)."""
+    if not (home / "rheo.db").exists():
+        return (0, 0, 0)
     return (
         db_rows(home, "SELECT count(*) FROM turns")[0][0],
         db_rows(home, "SELECT count(*) FROM memory_items")[0][0],
@@ -145,11 +148,13 @@ def test_write_search_list_and_forget_over_mcp(home: Path) -> None:
     assert item["source"] == "mcp" and item["status"] == "retracted"
     assert "claude-code-test 2.1.0" in item["reason"]
     note = db_rows(home, "SELECT * FROM turns WHERE id = ?", (item["source_turn_id"],))[0]
-    assert note["role"] == "user" and note["profile"] == "default"
+    assert note["role"] == "assistant" and note["profile"] == "default"
+    assert note["status"] == "ok" and note["model"] == "claude-code-test 2.1.0"
     assert json.loads(note["meta"]) == {
         "source": "mcp",
         "client": "claude-code-test 2.1.0",
         "tool": "write_memory",
+        "kind": "note",
     }
     assert "Drinks flat whites with oat milk" in note["content"]
     causes = [r["cause"] for r in db_rows(home, "SELECT cause FROM memory_events ORDER BY id")]
