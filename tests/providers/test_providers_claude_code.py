@@ -12,6 +12,16 @@ import pytest
 from helpers import db_rows
 
 BIN = Path(__file__).resolve().parent.parent / "bin"
+TOOLS = [
+    "write_memory",
+    "memory_search",
+    "memory_list",
+    "memory_forget",
+    "chat_search",
+    "chat_recent",
+    "context",
+]
+"""The tools ``rheo mcp`` offers, in its order."""
 
 
 @pytest.fixture
@@ -69,32 +79,147 @@ def test_auto_picks_claude_on_path_streams_and_records_usage_and_cost(rheo, clau
     assert argv[argv.index("--tools") + 1] == ""  # every built-in tool off
     # the person's own MCP servers stay out; only rheo's memory server is offered
     assert "--strict-mcp-config" in argv
+    # no settings of the person's (hooks, plugins, CLAUDE.md), no transcript, no skills
+    assert argv[argv.index("--setting-sources") + 1] == ""
+    assert "--no-session-persistence" in argv and "--disable-slash-commands" in argv
     assert Path(argv[argv.index("--mcp-config") + 1]).name == "rheo-mcp.json"
+    assert argv[argv.index("--allowedTools") + 1] == "mcp__rheo"  # every tool it offers
     assert "--model" not in argv  # Claude Code's own default
-    system = argv[argv.index("--system-prompt") + 1]
-    assert "Current date and time" in system
+    assert "--system-prompt" not in argv  # a file: any size, not on the command line
+    prompt_file = Path(argv[argv.index("--system-prompt-file") + 1])
+    assert "Current date and time" in run["system"]
     assert "What should I cook tonight?" in run["stdin"]  # the message goes on stdin
+    assert run["env"]["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    assert run["env"]["MCP_CONNECTION_NONBLOCKING"] == "false"
+    assert run["env"]["CLAUDE_CODE_MAX_RETRIES"] == "2"
+    assert run["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     # a private, empty working folder under rheo's home, never the person's folder
     work = Path(run["cwd"])
-    assert work == home / "claude-code"
+    assert work == home / "claude-code" and prompt_file.parent == work
     assert stat.S_IMODE(work.stat().st_mode) == 0o700
     # nothing of the person's there: only the configuration naming rheo's memory server
+    # (the prompt file is removed after the call)
     assert [f.name for f in work.iterdir()] == ["rheo-mcp.json"]
+    # the stand-in connected rheo's server as Claude Code does, and saw every tool
+    assert run["mcp"] == [{"name": "rheo", "status": "connected", "tools": TOOLS}]
 
 
-def test_model_and_mcp_config_are_passed(rheo, claude, home):
+def test_model_and_mcp_config_are_passed(rheo, claude, home, tmp_path):
+    own = tmp_path / "my-mcp.json"
+    own.write_text('{"mcpServers": {}}')
     home.mkdir(parents=True, exist_ok=True)
-    (home / "config.toml").write_text('[claude_code]\nmcp_config = "/tmp/rheo-mcp.json"\n')
+    (home / "config.toml").write_text(f'[claude_code]\nmcp_config = "{own}"\n')
     assert rheo("ask", "-m", "claude-code:opus", "q").exit_code == 0
     argv = runs(claude)[0]["argv"]
     assert argv[argv.index("--model") + 1] == "opus"
-    assert argv[argv.index("--mcp-config") + 1] == "/tmp/rheo-mcp.json"
+    assert argv[argv.index("--mcp-config") + 1] == str(own)
+    assert "--allowedTools" not in argv  # the person's own servers: their own permissions
 
 
 def test_logged_out_is_one_line_and_no_error_text_becomes_the_reply(rheo, claude, home):
     result = rheo("ask", "q", FAKE_CLAUDE="logged_out")
     one_line_failure(result, "Claude Code is not logged in: run 'claude' and /login")
     assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
+
+
+def test_a_refused_key_ends_at_claude_codes_first_retry(rheo, claude, home):
+    """Claude Code retries a 401 ten times over minutes; rheo stops it at the first
+    api_retry event and names the key, not /login."""
+    result = rheo(
+        "ask",
+        "--provider",
+        "claude-code",
+        "q",
+        FAKE_CLAUDE="api_error",
+        FAKE_CLAUDE_STATUS="401",
+        FAKE_CLAUDE_DELAY_MS="30000",
+        ANTHROPIC_API_KEY="sk-ant-wrong",
+    )
+    one_line_failure(result, "Claude Code's API key was refused (401): check ANTHROPIC_API_KEY")
+    assert "/login" not in result.stderr
+    assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
+    subscription = rheo(
+        "ask", "q2", FAKE_CLAUDE="api_error", FAKE_CLAUDE_STATUS="401", FAKE_CLAUDE_DELAY_MS="30000"
+    )
+    one_line_failure(subscription, "Claude Code is not logged in: run 'claude' and /login")
+
+
+def test_rate_limits_are_classed_and_long_retries_noted(rheo, claude, home):
+    result = rheo(
+        "ask", "q", FAKE_CLAUDE="api_error", FAKE_CLAUDE_STATUS="429", FAKE_CLAUDE_DELAY_MS="2000"
+    )
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    # two retries (rheo's policy, CLAUDE_CODE_MAX_RETRIES=2), each a notice, then the failure
+    assert (
+        lines[:2]
+        == [
+            "rheo: note: Claude Code hit a rate or usage limit (429); try again later; "
+            "retrying in 2 s"
+        ]
+        * 2
+    )
+    assert lines[2].startswith("rheo: Claude Code hit a rate or usage limit (429)")
+    assert len(lines) == 3
+    meta = json.loads(db_rows(home, "SELECT meta FROM turns WHERE role='assistant'")[0][0])
+    assert meta["error"]["kind"] == "rate_limit"
+
+
+def test_usage_prints_the_cost_that_is_stored(rheo, claude, home):
+    result = rheo("ask", "-u", "--provider", "claude-code", "q")
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        "rheo: tokens: 4 in (12,000 read from cache, 1,500 written to it), 9 out; cost $0.0123"
+    )
+    meta = json.loads(db_rows(home, "SELECT meta FROM turns WHERE role='assistant'")[0][0])
+    assert meta["cost_usd"] == 0.0123
+
+
+def test_a_long_assistant_prompt_goes_in_a_file(rheo, claude, home):
+    home.mkdir(parents=True, exist_ok=True)
+    long_prompt = "You are Sarah. " + "Be kind. " * 17_000  # 153 KB, over one argument's limit
+    (home / "sarah.md").write_text(long_prompt)
+    (home / "config.toml").write_text('[assistants.sarah]\nprompt_file = "sarah.md"\n')
+    result = rheo("ask", "-a", "sarah", "--provider", "claude-code", "hi")
+    assert result.exit_code == 0, result.stderr
+    assert long_prompt.rstrip() in runs(claude)[0]["system"]
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (b"You are Sarah.\x00 Be kind.", "holds a NUL byte"),
+        (b"You are \xff Sarah.", "is not UTF-8 text"),
+        (None, "Permission denied"),
+    ],
+)
+def test_a_bad_prompt_file_is_one_line_before_anything_is_stored(rheo, claude, home, content, said):
+    home.mkdir(parents=True, exist_ok=True)
+    prompt = home / "sarah.md"
+    prompt.write_bytes(content if content is not None else b"You are Sarah.")
+    if content is None:
+        if os.geteuid() == 0:
+            pytest.skip("root reads any file")
+        prompt.chmod(0)
+    (home / "config.toml").write_text('[assistants.sarah]\nprompt_file = "sarah.md"\n')
+    result = rheo("ask", "-a", "sarah", "--provider", "claude-code", "hi")
+    one_line_failure(result, said)
+    assert not claude.exists()  # Claude Code never ran
+    assert not (home / "rheo.db").exists() or turns(home) == []
+
+
+def test_the_memory_tools_work_through_the_stand_in(rheo, claude, home):
+    call = {
+        "name": "mcp__rheo__write_memory",
+        "input": {"category": "preference", "topic": "tea", "label": "Likes green tea"},
+    }
+    result = rheo(
+        "ask", "--provider", "claude-code", "I like green tea", FAKE_CLAUDE_CALL=json.dumps(call)
+    )
+    assert result.exit_code == 0, result.stderr
+    assert runs(claude)[0]["call"] == "stored memory #1"
+    listed = json.loads(rheo("memory", "list", "--json").stdout)
+    assert [i["content"]["label"] for i in listed] == ["Likes green tea"]
 
 
 def test_nonzero_exit(rheo, claude, home):
@@ -133,9 +258,13 @@ def test_extraction_runs_on_claude_code_with_haiku(rheo, claude, home):
     assert rheo("ask", "My cat Miso is asleep.", FAKE_CLAUDE_REPLY="Sweet.").exit_code == 0
     out = json.loads(rheo("maintain", "--json", FAKE_CLAUDE_REPLY=facts).stdout)
     assert any(n.startswith("claude-code:") for n in out["done"][0]["notes"]), out
-    argv = runs(claude)[-1]["argv"]
+    run = runs(claude)[-1]
+    argv = run["argv"]
     assert argv[argv.index("--model") + 1] == "haiku"
-    assert argv[argv.index("--system-prompt") + 1].startswith("You extract durable facts")
+    assert run["system"].startswith("You extract durable facts")
+    # extraction gets no MCP server and no tools: it must not write memory itself
+    assert "--mcp-config" not in argv and "--allowedTools" not in argv
+    assert run["mcp"] == []
     listed = json.loads(rheo("memory", "list", "--json").stdout)
     assert listed[0]["content"]["label"] == "Has a cat named Miso"
 
@@ -153,9 +282,9 @@ def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
     config_path = Path(argv[argv.index("--mcp-config") + 1])
     assert config_path.parent == home / "claude-code"
     assert config_path.stat().st_mode & 0o777 == 0o600
-    allowed = argv[argv.index("--allowedTools") + 1].split(",")
-    assert "mcp__rheo__write_memory" in allowed
+    assert argv[argv.index("--allowedTools") + 1] == "mcp__rheo"
     server = json.loads(config_path.read_text())["mcpServers"]["rheo"]
+    assert server["alwaysLoad"] is True  # its tools are there on the first request
     assert server["args"][-4:] == ["rheo_cli", "mcp", "--profile", "work"]
     assert server["env"]["RHEO_HOME"] == str(home)
 
@@ -176,4 +305,4 @@ def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
                 names.extend(t.name for t in (await session.list_tools()).tools)
 
     anyio.run(main)
-    assert {"write_memory", "memory_search", "chat_search"} <= set(names)
+    assert names == TOOLS
