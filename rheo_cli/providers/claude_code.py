@@ -39,6 +39,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -100,9 +101,12 @@ class ClaudeCodeProvider:
         self._prompt_file: Path | None = None
 
     def close(self) -> None:
-        """Stop a call still running and remove its prompt file (idempotent)."""
+        """Stop a call still running — Claude Code and what it started (its MCP servers),
+        its whole process group — and remove its prompt file (idempotent)."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # its own session: start_new_session
             with contextlib.suppress(OSError):
                 proc.kill()
             with contextlib.suppress(Exception):

@@ -1,0 +1,180 @@
+"""The real clients rheo is used with: Claude Code's ``claude`` and the MCP Inspector CLI,
+pinned and installed from npm by ``scripts/test-clients install`` (``.ci/run`` does it).
+
+Without them these tests are skipped, saying how to install them; under ``CI=true`` a
+missing client fails the run instead.
+
+Neither may reach the network. Claude Code talks to the fake Messages API
+(``ANTHROPIC_BASE_URL``, a dummy key) from a temporary HOME and ``CLAUDE_CONFIG_DIR``, with
+its telemetry, error reports and update checks off. Without
+``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` it looks up hosts through the machine's DNS
+resolver at once (seen with strace); with it, 2.1.197 and 2.1.332 connect to loopback only.
+Every run is made under ``strace -f -e trace=connect,sendto,sendmsg`` and `Traced.check`
+fails the test on any address outside loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import netguard
+import pytest
+from fakeapi import FakeAnthropic
+from helpers import REPO
+
+pytestmark = pytest.mark.realclients
+
+INSTALL = "scripts/test-clients install"
+
+
+@dataclass(frozen=True)
+class Clients:
+    """Where the pinned clients are: ``node`` (for the Inspector), ``claude``, ``inspector``
+    (its launcher script), and their versions."""
+
+    node: str
+    claude: str
+    claude_version: str
+    inspector: str
+    inspector_version: str
+
+
+def _where() -> dict[str, str]:
+    """The RHEO_TEST_* variables: from the environment, else as ``test-clients where``
+    prints them (the default cache folder)."""
+    out = subprocess.run(
+        [str(REPO / "scripts" / "test-clients"), "where"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = dict(re.findall(r"^export (RHEO_TEST_\w+)=(.*)$", out, re.M))
+    return {name: os.environ.get(name) or value for name, value in found.items()}
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason}: CI must run the real-client tests ({INSTALL})", pytrace=False)
+    pytest.skip(f"{reason} (install them with {INSTALL})")
+
+
+@pytest.fixture(scope="session")
+def clients() -> Clients:
+    """The pinned clients, or a skip (a failure under CI=true) when they are not installed."""
+    found = _where()
+    paths = {k: found.get(k, "") for k in ("RHEO_TEST_NODE", "RHEO_TEST_CLAUDE")}
+    paths["RHEO_TEST_INSPECTOR"] = found.get("RHEO_TEST_INSPECTOR", "")
+    absent = [k for k, v in paths.items() if not v or not Path(v).exists()]
+    if absent:
+        _missing(f"the real clients are not installed ({', '.join(absent)} missing)")
+    if shutil.which("strace") is None:
+        _missing("strace is not installed: it checks that the real clients stay on loopback")
+    return Clients(
+        node=found["RHEO_TEST_NODE"],
+        claude=found["RHEO_TEST_CLAUDE"],
+        claude_version=found["RHEO_TEST_CLAUDE_VERSION"],
+        inspector=found["RHEO_TEST_INSPECTOR"],
+        inspector_version=found["RHEO_TEST_INSPECTOR_VERSION"],
+    )
+
+
+_ADDRESS = re.compile(r'inet_addr\("([^"]+)"\)|inet_pton\(AF_INET6, "([^"]+)"')
+
+
+@dataclass
+class Traced:
+    """Commands run under strace, their connections logged to ``log`` (one file per
+    process: ``log.PID``)."""
+
+    log: Path
+
+    def prefix(self) -> list[str]:
+        """The command line to put before a command to trace it."""
+        return ["strace", "-f", "-ff", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(self.log)]
+
+    def addresses(self) -> list[str]:
+        """Every IP address a traced process connected or sent to."""
+        seen: list[str] = []
+        for part in sorted(self.log.parent.glob(self.log.name + ".*")):
+            for match in _ADDRESS.finditer(part.read_text(errors="replace")):
+                seen.append(match.group(1) or match.group(2))
+        return seen
+
+    def check(self) -> None:
+        """Fail unless every address is loopback (and something was traced at all)."""
+        seen = self.addresses()
+        outside = sorted({a for a in seen if not netguard.is_allowed(a)})
+        assert not outside, f"a real client tried to reach {outside}"
+        assert seen, "strace saw no connection at all: the trace is not working"
+
+
+@pytest.fixture
+def traced(tmp_path: Path) -> Iterator[Traced]:
+    """A strace log for this test, checked at its end: nothing outside loopback."""
+    folder = tmp_path / "strace"
+    folder.mkdir()
+    tracer = Traced(folder / "net")
+    yield tracer
+    tracer.check()
+
+
+@pytest.fixture
+def claude_home(tmp_path: Path) -> Path:
+    """Claude Code's HOME for this test (its ``~/.claude`` is ``CLAUDE_CONFIG_DIR``)."""
+    folder = tmp_path / "person"
+    (folder / ".claude").mkdir(parents=True)
+    return folder
+
+
+QUIET = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
+}
+"""Claude Code's outside traffic, all of it off (each is documented by Claude Code)."""
+
+
+@pytest.fixture
+def claude_bin(tmp_path: Path, clients: Clients, traced: Traced) -> Path:
+    """A folder holding ``claude``: the real binary, run under `traced`."""
+    folder = tmp_path / "claude-bin"
+    folder.mkdir()
+    wrapper = folder / "claude"
+    wrapper.write_text(
+        "#!/bin/sh\nexec " + " ".join(traced.prefix()) + f' "{clients.claude}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    return folder
+
+
+def claude_env(api: FakeAnthropic, home: Path, rheo_home: Path, bin_dir: Path) -> dict[str, str]:
+    """The environment for rheo (and the real Claude Code it runs): the fake API, a dummy
+    key, Claude Code's HOME and config folder, rheo's home, the traced ``claude`` first on
+    PATH, the network guard for Python children (``rheo mcp``)."""
+    env = {
+        "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+        "ANTHROPIC_BASE_URL": api.base_url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
+        "RHEO_HOME": str(rheo_home),
+        "RHEO_WORKER": "off",
+        "LANG": "C.UTF-8",
+        **QUIET,
+    }
+    return netguard.subprocess_env(env)
+
+
+def events(stdout: bytes | str) -> list[dict[str, object]]:
+    """The stream-json events of a run."""
+    text = stdout.decode() if isinstance(stdout, bytes) else stdout
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
