@@ -80,7 +80,10 @@ def ask(
         ),
     ] = None,
     usage: Annotated[
-        bool, typer.Option("--usage", "-u", help="Print tokens, cache reads and (Claude Code) the cost on stderr.")
+        bool,
+        typer.Option(
+            "--usage", "-u", help="Print tokens, cache reads and (Claude Code) the cost on stderr."
+        ),
     ] = False,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the reply only once it is complete.")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 from ..memory import jobs
@@ -35,30 +34,14 @@ from ..memory.store.errors import InvalidInput, NotFound
 from ..memory.store.timeutil import display, parse_instant, to_stored
 from ..memory.text.render import entry
 from ..runtime import Runtime
+from .caller import CONTENT_MAX, Caller
 
 ACTIVE_OR_PAST = ("active", "superseded", "evicted", "done")
 """What a search may show: never what the person retracted."""
-CONTENT_MAX = 100_000
-"""Longest turn a client may log (characters)."""
 
 
 class ToolInputError(Exception):
     """Arguments a tool cannot use (beyond what its schema checks)."""
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Who is calling: the client's name from its ``initialize`` request (``clientInfo``)."""
-
-    client: str
-
-    @classmethod
-    def named(cls, name: str | None, version: str | None = None) -> Caller:
-        """A caller from clientInfo's name and version (``unknown client`` when absent)."""
-        text = " ".join((name or "").split())[:80] or "unknown client"
-        if version and version.strip():
-            text += f" {' '.join(version.split())[:20]}"
-        return cls(text)
 
 
 def _after_store(rt: Runtime, appended: ledger.Appended) -> None:

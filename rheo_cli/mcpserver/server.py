@@ -30,7 +30,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -39,10 +39,22 @@ from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ..errors import RheoError
-from ..memory.facts.items import CATEGORIES
+from ..memory.facts.categories import CATEGORIES
 from ..memory.store.errors import EngineError
 from ..runtime import Runtime
-from . import actions
+from .caller import CONTENT_MAX, Caller
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+
+def _actions() -> "ModuleType":
+    """The tools' code (the memory engine), imported on the first tool call, not before
+    ``initialize`` is answered."""
+    from . import actions
+
+    return actions
+
 
 try:
     from importlib.metadata import version as _dist_version
@@ -70,14 +82,14 @@ RETRACT = ToolAnnotations(
 )
 
 
-def _caller(ctx: Context, cache: dict[str, actions.Caller]) -> actions.Caller:
+def _caller(ctx: Context, cache: dict[str, Caller]) -> Caller:
     """The client named in this connection's ``initialize`` (clientInfo), remembered."""
     if "caller" not in cache:
         name = version = None
         with contextlib.suppress(Exception):
             info = ctx.session.client_params.client_info
             name, version = info.name, info.version
-        cache["caller"] = actions.Caller.named(name, version)
+        cache["caller"] = Caller.named(name, version)
     return cache["caller"]
 
 
@@ -85,7 +97,7 @@ def _run(action: Callable[[], str]) -> str:
     """Run a tool's action; rheo's refusals become tool errors with their reason."""
     try:
         return action()
-    except (EngineError, RheoError, actions.ToolInputError) as exc:
+    except (EngineError, RheoError, _actions().ToolInputError) as exc:
         raise ToolError(str(exc)) from None
 
 
@@ -104,9 +116,7 @@ class RheoServer(MCPServer):
     """`MCPServer` with rheo's error wording: argument errors and refusals as one line, an
     unknown prompt as ``-32602``."""
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> Any:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -164,7 +174,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         version=VERSION,
         log_level="WARNING",
     )
-    seen: dict[str, actions.Caller] = {}
+    seen: dict[str, Caller] = {}
 
     def tool(annotations: ToolAnnotations) -> Callable[[Callable[..., Any]], Any]:
         def register(fn: Callable[..., Any]) -> Any:
@@ -208,7 +218,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         old one, which stays in the history."""
         caller = _caller(ctx, seen)
         return _run(
-            lambda: actions.write_memory(
+            lambda: _actions().write_memory(
                 rt,
                 caller,
                 category=category,
@@ -231,7 +241,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     ) -> str:
         """Search the stored facts about the person by words; best matches first."""
         return _run(
-            lambda: actions.memory_search(
+            lambda: _actions().memory_search(
                 rt, query=query, include_inactive=include_inactive, limit=limit
             )
         )
@@ -246,7 +256,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     ) -> str:
         """List the stored facts about the person, most confident first."""
         return _run(
-            lambda: actions.memory_list(
+            lambda: _actions().memory_list(
                 rt, category=category, include_inactive=include_inactive, limit=limit
             )
         )
@@ -259,7 +269,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         """Forget a stored fact (when the person says it is wrong or asks to forget it):
         it is no longer used or learnt again; its history is kept."""
         caller = _caller(ctx, seen)
-        return _run(lambda: actions.memory_forget(rt, caller, item_id=id))
+        return _run(lambda: _actions().memory_forget(rt, caller, item_id=id))
 
     @tool(READ)
     async def chat_search(
@@ -268,12 +278,12 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     ) -> str:
         """Search every earlier conversation turn with the person (in rheo and the history
         it imported) by keywords; dated turns, best matches first."""
-        return _run(lambda: actions.chat_search(rt, query=query, limit=limit))
+        return _run(lambda: _actions().chat_search(rt, query=query, limit=limit))
 
     @tool(READ)
     async def chat_recent(limit: Annotated[int, Field(ge=1, le=200)] = 20) -> str:
         """The most recent conversation turns with the person, oldest first."""
-        return _run(lambda: actions.chat_recent(rt, limit=limit))
+        return _run(lambda: _actions().chat_recent(rt, limit=limit))
 
     @tool(READ)
     async def context(
@@ -283,15 +293,15 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
         """What rheo knows that is relevant to MESSAGE, as rheo itself would inject it
         (current time, open items, facts, earlier conversations). Call it first, with the
         person's message. Nothing is stored."""
-        return _run(lambda: actions.context(rt, message=message, budget=budget))
+        return _run(lambda: _actions().context(rt, message=message, budget=budget))
 
     if log_turns:
-        conversation = actions.Conversation()  # one client per stdio server: its own pairs
+        conversation = _actions().Conversation()  # one client per stdio server: its own pairs
 
         @tool(ADD)
         async def log_turn(
             role: Literal["user", "assistant"],
-            content: Annotated[str, Field(min_length=1, max_length=actions.CONTENT_MAX)],
+            content: Annotated[str, Field(min_length=1, max_length=CONTENT_MAX)],
             ctx: Context,
             model: Annotated[str | None, Field(max_length=100)] = None,
             reply_to: Annotated[
@@ -310,7 +320,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
             can remember and search it later."""
             caller = _caller(ctx, seen)
             return _run(
-                lambda: actions.log_turn(
+                lambda: _actions().log_turn(
                     rt,
                     caller,
                     conversation,

@@ -325,9 +325,7 @@ def _wait(proc: subprocess.Popen[bytes]) -> int:
     return code if code is not None else -1
 
 
-def _exit_error(
-    code: int, stderr: list[bytes], command: str, state: StreamState
-) -> ProviderError:
+def _exit_error(code: int, stderr: list[bytes], command: str, state: StreamState) -> ProviderError:
     """The failure of a run that ended without a result event: its last stderr line."""
 
     last = ""

@@ -9,8 +9,8 @@ Neither may reach the network. Claude Code talks to the fake Messages API
 its telemetry, error reports and update checks off. Without
 ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` it looks up hosts through the machine's DNS
 resolver at once (seen with strace); with it, 2.1.197 and 2.1.332 connect to loopback only.
-Every run is made under ``strace -f -e trace=connect,sendto,sendmsg`` and `Traced.check`
-fails the test on any address outside loopback.
+Every run is made under ``strace --seccomp-bpf -f -e trace=connect,sendto,sendmsg`` and
+`Traced.check` fails the test on any address outside loopback.
 """
 
 from __future__ import annotations
@@ -94,10 +94,14 @@ class Traced:
     process: ``log.PID``)."""
 
     log: Path
+    expect_connections: bool = False
+    """Set when the traced program must connect (Claude Code to the fake API)."""
 
     def prefix(self) -> list[str]:
-        """The command line to put before a command to trace it."""
-        return ["strace", "-f", "-ff", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(self.log)]
+        """The command line to put before a command to trace it (``--seccomp-bpf``: only
+        the traced calls stop the program, so it runs at nearly full speed)."""
+        calls = "trace=connect,sendto,sendmsg"
+        return ["strace", "--seccomp-bpf", "-f", "-ff", "-qq", "-e", calls, "-o", str(self.log)]
 
     def addresses(self) -> list[str]:
         """Every IP address a traced process connected or sent to."""
@@ -108,11 +112,15 @@ class Traced:
         return seen
 
     def check(self) -> None:
-        """Fail unless every address is loopback (and something was traced at all)."""
+        """Fail unless every address is loopback (and, with `expect_connections`, strace
+        saw a connection at all: the trace works)."""
+        if not list(self.log.parent.glob(self.log.name + ".*")):
+            return  # nothing was run under strace in this test
         seen = self.addresses()
         outside = sorted({a for a in seen if not netguard.is_allowed(a)})
         assert not outside, f"a real client tried to reach {outside}"
-        assert seen, "strace saw no connection at all: the trace is not working"
+        if self.expect_connections:
+            assert seen, "strace saw no connection at all: the trace is not working"
 
 
 @pytest.fixture
@@ -148,6 +156,7 @@ def claude_bin(tmp_path: Path, clients: Clients, traced: Traced) -> Path:
     """A folder holding ``claude``: the real binary, run under `traced`."""
     folder = tmp_path / "claude-bin"
     folder.mkdir()
+    traced.expect_connections = True
     wrapper = folder / "claude"
     wrapper.write_text(
         "#!/bin/sh\nexec " + " ".join(traced.prefix()) + f' "{clients.claude}" "$@"\n'

@@ -19,21 +19,9 @@ from ..store.pg import dialect
 from ..store.settings import Settings
 from ..store.timeutil import from_stored
 from ..text import fts
+from .categories import CATEGORIES as CATEGORIES
 from .decay import effective_confidence
 from .scope import view_clause
-
-CATEGORIES = (
-    "goal",
-    "blocker",
-    "preference",
-    "operations",
-    "team",
-    "strategy",
-    "win",
-    "open_item",
-    "fact",
-)
-"""The Solid# article's categories plus ``fact`` for anything else."""
 
 STATUSES = ("active", "superseded", "evicted", "retracted", "done")
 
