@@ -185,7 +185,9 @@ def test_bad_arguments_are_tool_errors_and_store_nothing(home: Path) -> None:
     results = serve(home, script)
     for (is_error, text), args in zip(results, bad + [None] * 5, strict=True):
         assert is_error, (args, text)
-        assert text and "Traceback" not in text
+        assert text and "Traceback" not in text and "\n" not in text, text
+        for noise in ("validation error", "pydantic", "http", "Error executing tool"):
+            assert noise not in text, text
     assert "category" in results[0][1]
     assert "label" in results[1][1]
     assert "confidence" in results[2][1]
@@ -320,3 +322,102 @@ def test_without_the_sdk_rheo_mcp_says_how_to_install_it(home: Path, tmp_path: P
     hint = install_hint("mcp")  # how the README installs: from rheo's folder, not PyPI
     assert done.stderr.decode() == f"rheo: rheo mcp needs the MCP SDK: {hint}\n"
     assert "rheo-cli[" not in hint and hint.endswith("[mcp]'")
+
+
+def raw_session(home: Path, lines: list[str]) -> tuple[list[dict[str, Any]], str]:
+    """Send ``lines`` (JSON-RPC text, after initialize) to ``rheo mcp`` as a client would,
+    then a ping; return every answer up to the ping's and what the server wrote on stderr."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    text = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    text += lines + [json.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"})]
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rheo_cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(REPO),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(("\n".join(text) + "\n").encode("utf-8", "surrogatepass"))
+    proc.stdin.flush()
+    answers = []
+    while True:
+        line = proc.stdout.readline()
+        assert line, "rheo mcp ended before answering the ping"
+        answers.append(json.loads(line))
+        if answers[-1].get("id") == "last":
+            break
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return answers[1:-1], proc.stderr.read().decode()
+
+
+def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
+    """A line that is not JSON gets -32700; a request holding a lone surrogate gets -32602
+    with its id; an unknown prompt is -32602 (not the SDK's 0), logged in one line."""
+    search = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "memory_search", "arguments": {"query": "\\ud800 tea"}},
+    }
+    prompt = {"jsonrpc": "2.0", "id": 8, "method": "prompts/get", "params": {"name": "nope"}}
+    answers, stderr = raw_session(
+        home,
+        [
+            "this is not json {",
+            json.dumps(search).replace("\\\\ud800", "\\ud800"),
+            json.dumps(prompt),
+        ],
+    )
+    assert [(a.get("id"), a["error"]["code"]) for a in answers] == [
+        (None, -32700),
+        (7, -32602),
+        (8, -32602),
+    ]
+    assert "lone surrogate" in answers[1]["error"]["message"]
+    assert answers[2]["error"]["message"] == "unknown prompt: nope"
+    assert "Traceback" not in stderr and "│" not in stderr  # no boxed traceback
+    assert all(line.startswith("rheo mcp: ") for line in stderr.splitlines()), stderr
+
+
+def test_tools_have_plain_descriptions_and_no_output_schema(home: Path) -> None:
+    async def script(session: ClientSession) -> Any:
+        listed = (await session.list_tools()).tools
+        return listed, await session.call_tool("memory_list", {})
+
+    tools, listed = serve(home, script)
+    for tool in tools:
+        assert tool.output_schema is None, tool.name
+        assert not any(line.startswith(" ") for line in tool.description.splitlines()), tool.name
+    assert listed.structured_content is None
+    assert [c.text for c in listed.content] == ["no stored facts"]
+
+
+def test_the_memory_engine_is_imported_on_the_first_tool_call(home: Path) -> None:
+    code = (
+        "import sys\n"
+        "from rheo_cli.runtime import build\n"
+        "from rheo_cli.mcpserver.server import build as server\n"
+        "server(build())\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('rheo_cli.memory.facts.items',"
+        " 'rheo_cli.mcpserver.actions', 'rheo_cli.memory.context', 'anthropic'))))\n"
+    )
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env=env, cwd=str(REPO), timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().strip() == "[]"
+    assert not (home / "rheo.db").exists()  # the store too waits for a tool call
