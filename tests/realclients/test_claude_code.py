@@ -277,3 +277,117 @@ def test_claude_mcp_add_json_makes_rheo_mcp_a_server_of_claude_p(
     note = db_rows(home, "SELECT role, status, meta FROM turns")
     assert [(n["role"], n["status"]) for n in note] == [("assistant", "ok")]
     assert json.loads(note[0]["meta"])["client"].startswith("claude-code")
+
+
+READ_BY_RHEO = {
+    ("system", "init"): {"model": str, "apiKeySource": str, "mcp_servers": list, "tools": list},
+    ("system", "api_retry"): {
+        "attempt": int,
+        "max_retries": int,
+        "retry_delay_ms": (int, float),
+        "error_status": int,
+        "error": str,
+    },
+    ("assistant", None): {"message": dict},
+    ("result", None): {
+        "is_error": bool,
+        "result": str,
+        "usage": dict,
+        "total_cost_usd": (int, float),
+        "stop_reason": (str, type(None)),
+        "api_error_status": (int, type(None)),
+    },
+}
+"""The events and fields rheo's provider reads (providers/claude_code_events.py)."""
+
+
+def _shape(run_events: list[dict[str, Any]]) -> dict[tuple[str, Any], dict[str, Any]]:
+    """For each event kind rheo reads, the first such event's fields rheo reads."""
+    found: dict[tuple[str, Any], dict[str, Any]] = {}
+    for event in run_events:
+        kind = (str(event["type"]), event.get("subtype") if event["type"] == "system" else None)
+        if kind in READ_BY_RHEO and kind not in found:
+            found[kind] = {k: event.get(k) for k in READ_BY_RHEO[kind]}
+    return found
+
+
+def test_the_stand_in_prints_what_the_real_binary_prints(
+    api, claude_home, claude_bin, home, clients, tmp_path
+):
+    """tests/bin/claude (the fast tests' Claude Code) against the real binary, run with
+    rheo's own command line: the same events, with the fields rheo reads of the same types,
+    for a reply, a call with rheo's MCP server and a rate limit."""
+    from rheo_cli.providers.base import ChatRequest, SystemBlock
+    from rheo_cli.providers.claude_code import ClaudeCodeProvider
+    from rheo_cli.providers.factory import MemoryServer
+
+    stand_in = REPO / "tests" / "bin" / "claude"
+    server = MemoryServer(
+        argv=(sys.executable, "-m", "rheo_cli", "mcp"), env=(("RHEO_HOME", str(home)),)
+    )
+    provider = ClaudeCodeProvider(workdir=tmp_path / "work", memory_server=server)
+    request = ChatRequest(
+        model="default",
+        system=[SystemBlock("You are rheo.")],
+        messages=[{"role": "user", "content": "hi"}],
+    )
+    prompt = tmp_path / "system.txt"
+    prompt.write_text("You are rheo.")
+    provider.environ = {
+        **claude_env(api, claude_home, home, claude_bin),
+        "CLAUDE_CODE_MAX_RETRIES": "1",
+    }
+    env = provider.child_env()  # what rheo gives Claude Code
+
+    def both(fake: dict[str, str]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+        shapes = []
+        for binary in (str(claude_bin / "claude"), str(stand_in)):
+            argv = provider.argv(request, binary, prompt)
+            done = subprocess.run(
+                argv,
+                input=b"hi",
+                env={**env, **fake},
+                cwd=str(tmp_path),
+                capture_output=True,
+                timeout=120,
+            )
+            shapes.append(_shape(events(done.stdout)))
+        return shapes[0], shapes[1]
+
+    api.default = text("Hello from Claude Code.")
+    real, fake = both({})
+    assert set(real) == set(fake) == {("system", "init"), ("assistant", None), ("result", None)}
+    for kind, fields in READ_BY_RHEO.items():
+        for name, kinds in fields.items():
+            if kind in real:
+                assert isinstance(real[kind][name], kinds), (kind, name, real[kind][name])
+                assert isinstance(fake[kind][name], kinds), (kind, name, fake[kind][name])
+    servers = [
+        [{k: s[k] for k in ("name", "status")} for s in shape[("system", "init")]["mcp_servers"]]
+        for shape in (real, fake)
+    ]
+    assert servers[0] == servers[1] == [{"name": "rheo", "status": "connected"}]
+    assert sorted(real[("system", "init")]["tools"]) == sorted(fake[("system", "init")]["tools"])
+    assert real[("result", None)]["result"] == fake[("result", None)]["result"]
+    for name in (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    ):
+        assert isinstance(real[("result", None)]["usage"][name], int), name
+        assert isinstance(fake[("result", None)]["usage"][name], int), name
+
+    api.default = error(429, "rate_limit_error", "slow down")
+    real, fake = both({"FAKE_CLAUDE": "api_error", "FAKE_CLAUDE_STATUS": "429"})
+    assert set(real) == set(fake)
+    assert ("system", "api_retry") in real
+    for kind in (("system", "api_retry"), ("result", None)):
+        for name, kinds in READ_BY_RHEO[kind].items():
+            assert isinstance(real[kind][name], kinds), (kind, name, real[kind][name])
+            assert isinstance(fake[kind][name], kinds), (kind, name, fake[kind][name])
+    for name in ("error_status", "error", "max_retries"):
+        assert real[("system", "api_retry")][name] == fake[("system", "api_retry")][name], name
+    assert real[("result", None)]["api_error_status"] == 429
+    assert fake[("result", None)]["api_error_status"] == 429
+    assert real[("result", None)]["is_error"] is fake[("result", None)]["is_error"] is True
