@@ -306,3 +306,15 @@ def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
 
     anyio.run(main)
     assert names == TOOLS
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        ("529", "the API is overloaded (529) (through Claude Code)"),
+        ("500", "the API failed (500) (through Claude Code)"),
+    ],
+)
+def test_overload_and_server_errors_after_claude_codes_retries(rheo, claude, home, status, said):
+    result = rheo("ask", "q", FAKE_CLAUDE="api_error", FAKE_CLAUDE_STATUS=status)
+    one_line_failure(result, said)

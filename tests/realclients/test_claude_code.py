@@ -90,6 +90,14 @@ def test_ask_offers_every_memory_tool_and_they_all_run(api, claude_home, claude_
     assert [(i["content"]["label"], i["source"]) for i in listed] == [
         ("Drinks oat flat whites", "mcp")
     ]
+    # the extraction of that exchange runs through Claude Code with no MCP server at all
+    api.requests.clear()
+    api.default = text('{"facts": []}')
+    maintained = run_rheo("maintain", "--json", env=env, timeout=120)
+    assert maintained.returncode == 0, maintained.stderr
+    extraction = [r.body for r in api.message_requests]
+    assert extraction and json.dumps(extraction[0]["system"]).count("You extract durable facts")
+    assert not [t["name"] for b in extraction for t in b.get("tools", []) if "rheo" in t["name"]]
     assert transcripts(claude_home) == []
 
 
