@@ -53,6 +53,12 @@ _ERROR_KINDS: dict[str, ErrorKind] = {
     "invalid_request_error": "bad_request",
 }
 """Claude Code's ``error`` names (and the API's error types) that say what failed."""
+_RETRIED: dict[str, str] = {
+    "rate_limit": "rate or usage limit",
+    "overloaded": "the API is overloaded",
+    "server": "the API failed",
+}
+"""How a retry notice names what Claude Code is retrying."""
 _LOGGED_OUT = ("/login", "not logged in", "invalid api key", "oauth token", "authentication")
 _LIMITED = ("rate limit", "rate_limit", "usage limit", "limit reached")
 
@@ -152,8 +158,13 @@ class StreamState:
                 raise failure(kind, "", status=status, key_source=self.key_source)
             delay = _float(event.get("retry_delay_ms")) / 1000
             if self.on_retry is not None and delay >= 2:
-                error = failure(kind, "", status=status, key_source=self.key_source)
-                self.on_retry(f"{error}; retrying in {seconds_text(delay)}")
+                shown = f" ({status})" if status else ""
+                what = _RETRIED.get(kind, "the call failed")
+                attempt, most = _int(event.get("attempt")), _int(event.get("max_retries"))
+                count = f" ({attempt} of {most})" if attempt and most else ""
+                self.on_retry(
+                    f"Claude Code: {what}{shown}; retrying in {seconds_text(delay)}{count}"
+                )
 
     def _stream_event(self, inner: Any) -> Iterator[TextDelta]:
         if not isinstance(inner, dict):

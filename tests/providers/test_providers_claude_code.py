@@ -151,14 +151,10 @@ def test_rate_limits_are_classed_and_long_retries_noted(rheo, claude, home):
     assert result.exit_code == 1
     lines = result.stderr.strip().splitlines()
     # two retries (rheo's policy, CLAUDE_CODE_MAX_RETRIES=2), each a notice, then the failure
-    assert (
-        lines[:2]
-        == [
-            "rheo: note: Claude Code hit a rate or usage limit (429); try again later; "
-            "retrying in 2 s"
-        ]
-        * 2
-    )
+    assert lines[:2] == [
+        "rheo: note: Claude Code: rate or usage limit (429); retrying in 2 s (1 of 2)",
+        "rheo: note: Claude Code: rate or usage limit (429); retrying in 2 s (2 of 2)",
+    ]
     assert lines[2].startswith("rheo: Claude Code hit a rate or usage limit (429)")
     assert len(lines) == 3
     meta = json.loads(db_rows(home, "SELECT meta FROM turns WHERE role='assistant'")[0][0])

@@ -183,8 +183,8 @@ def test_a_refused_key_ends_at_once_and_a_rate_limit_is_named(
     slow = run_rheo("ask", "--provider", "claude-code", "hello again", env=env, timeout=120)
     assert slow.returncode == 1
     lines = slow.stderr.decode().splitlines()
-    notice = "rheo: note: Claude Code hit a rate or usage limit (429); try again later; "
-    assert lines[:2] == [notice + "retrying in 2 s"] * 2
+    notice = "rheo: note: Claude Code: rate or usage limit (429); retrying in 2 s"
+    assert lines[:2] == [f"{notice} (1 of 2)", f"{notice} (2 of 2)"]
     assert lines[2].startswith("rheo: Claude Code hit a rate or usage limit (429)")
     assert len(lines) == 3 and len(api.message_requests) == 3  # rheo's two retries
     meta = db_rows(home, "SELECT meta FROM turns WHERE status = 'error' ORDER BY id")
