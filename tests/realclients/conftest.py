@@ -15,7 +15,6 @@ Every run is made under ``strace --seccomp-bpf -f -e trace=connect,sendto,sendms
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -26,7 +25,6 @@ from pathlib import Path
 
 import netguard
 import pytest
-from fakeapi import FakeAnthropic
 from helpers import REPO
 
 pytestmark = pytest.mark.realclients
@@ -141,16 +139,6 @@ def claude_home(tmp_path: Path) -> Path:
     return folder
 
 
-QUIET = {
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    "DISABLE_AUTOUPDATER": "1",
-    "DISABLE_TELEMETRY": "1",
-    "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
-}
-"""Claude Code's outside traffic, all of it off (each is documented by Claude Code)."""
-
-
 @pytest.fixture
 def claude_bin(tmp_path: Path, clients: Clients, traced: Traced) -> Path:
     """A folder holding ``claude``: the real binary, run under `traced`."""
@@ -163,27 +151,3 @@ def claude_bin(tmp_path: Path, clients: Clients, traced: Traced) -> Path:
     )
     wrapper.chmod(0o755)
     return folder
-
-
-def claude_env(api: FakeAnthropic, home: Path, rheo_home: Path, bin_dir: Path) -> dict[str, str]:
-    """The environment for rheo (and the real Claude Code it runs): the fake API, a dummy
-    key, Claude Code's HOME and config folder, rheo's home, the traced ``claude`` first on
-    PATH, the network guard for Python children (``rheo mcp``)."""
-    env = {
-        "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
-        "HOME": str(home),
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
-        "ANTHROPIC_BASE_URL": api.base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-dummy",
-        "RHEO_HOME": str(rheo_home),
-        "RHEO_WORKER": "off",
-        "LANG": "C.UTF-8",
-        **QUIET,
-    }
-    return netguard.subprocess_env(env)
-
-
-def events(stdout: bytes | str) -> list[dict[str, object]]:
-    """The stream-json events of a run."""
-    text = stdout.decode() if isinstance(stdout, bytes) else stdout
-    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import claude_env, events
 from fakeapi import FakeAnthropic, error, text, tool_use
 from helpers import REPO, db_rows, run_rheo
+
+from realclients.clients import claude_env, events
 
 pytestmark = pytest.mark.realclients
 
