@@ -4,8 +4,9 @@ rheo's tools), beside a plain Python start and the MCP SDK's import alone.
 
     .venv/bin/python bench/mcp_start.py --runs 15
 
-Each run is a fresh process (the OS file cache is warm after the first). Prints the median,
-the fastest and the slowest in ms, and the machine's load average before and after.
+Each run is a fresh process (the OS file cache is warm after the first); the rows take
+turns, so a change of the machine's load falls on all of them alike. Prints the median, the
+fastest and the slowest in ms, and the machine's load average before and after.
 """
 
 from __future__ import annotations
@@ -80,11 +81,16 @@ def rheo_mcp(home: str, *, until: str) -> Callable[[], float]:
     return run
 
 
-def measure(run: Callable[[], float], runs: int) -> tuple[float, float, float]:
-    """(median, fastest, slowest) in ms over ``runs`` runs, after one warm-up run."""
-    run()
-    samples = [run() * 1000 for _ in range(runs)]
-    return statistics.median(samples), min(samples), max(samples)
+def measure(rows: list[tuple[str, Callable[[], float]]], runs: int) -> dict[str, list[float]]:
+    """Milliseconds of each row over ``runs`` rounds, after one warm-up round; every round
+    runs each row once, so a change of the machine's load falls on all rows alike."""
+    for _, run in rows:
+        run()
+    samples: dict[str, list[float]] = {name: [] for name, _ in rows}
+    for _ in range(runs):
+        for name, run in rows:
+            samples[name].append(run() * 1000)
+    return samples
 
 
 def main() -> None:
@@ -101,10 +107,11 @@ def main() -> None:
         ("rheo mcp: start -> tools/list result", rheo_mcp(home, until="tools")),
     ]
     before = os.getloadavg()
+    samples = measure(rows, args.runs)
     print(f"{'':44} {'median':>8} {'fastest':>8} {'slowest':>8}  (ms, {args.runs} runs)")
-    for name, run in rows:
-        median, fastest, slowest = measure(run, args.runs)
-        print(f"{name:44} {median:8.0f} {fastest:8.0f} {slowest:8.0f}")
+    for name, _ in rows:
+        values = samples[name]
+        print(f"{name:44} {statistics.median(values):8.0f} {min(values):8.0f} {max(values):8.0f}")
     after = os.getloadavg()
     print(
         f"load average (1 min) before {before[0]:.2f}, after {after[0]:.2f}; "
