@@ -186,17 +186,16 @@ def test_a_long_assistant_prompt_goes_in_a_file(rheo, claude, home):
     [
         (b"You are Sarah.\x00 Be kind.", "holds a NUL byte"),
         (b"You are \xff Sarah.", "is not UTF-8 text"),
-        (None, "Permission denied"),
+        (None, "Is a directory"),  # unreadable, even for root
     ],
 )
 def test_a_bad_prompt_file_is_one_line_before_anything_is_stored(rheo, claude, home, content, said):
     home.mkdir(parents=True, exist_ok=True)
     prompt = home / "sarah.md"
-    prompt.write_bytes(content if content is not None else b"You are Sarah.")
     if content is None:
-        if os.geteuid() == 0:
-            pytest.skip("root reads any file")
-        prompt.chmod(0)
+        prompt.mkdir()
+    else:
+        prompt.write_bytes(content)
     (home / "config.toml").write_text('[assistants.sarah]\nprompt_file = "sarah.md"\n')
     result = rheo("ask", "-a", "sarah", "--provider", "claude-code", "hi")
     one_line_failure(result, said)
