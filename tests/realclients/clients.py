@@ -14,9 +14,9 @@ QUIET = {
     "DISABLE_AUTOUPDATER": "1",
     "DISABLE_TELEMETRY": "1",
     "DISABLE_ERROR_REPORTING": "1",
-    "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
 }
-"""Claude Code's outside traffic, all of it off (each is documented by Claude Code)."""
+"""Claude Code's own outside traffic off: the nonessential traffic (which covers the other
+three) and, to be sure, the autoupdater, telemetry and error reports one by one."""
 
 
 def claude_env(api: FakeAnthropic, home: Path, rheo_home: Path, bin_dir: Path) -> dict[str, str]:

@@ -195,23 +195,26 @@ def test_a_refused_key_ends_at_once_and_a_rate_limit_is_named(
 def test_always_load_has_the_tools_on_the_first_request_from_a_slow_server(
     api, claude_home, claude_bin, home, clients, tmp_path
 ):
-    """rheo's MCP entry says alwaysLoad: Claude Code waits for the server. Without it (the
-    control, Claude Code 2.1.197) a server slower than Claude Code's first request — rheo
-    mcp on a loaded machine — offers nothing."""
+    """rheo's MCP entry says alwaysLoad: Claude Code waits for the server (2.1.197: up to
+    about 7 s). Without it (the control, Claude Code 2.1.197, which sends its first request
+    about 2 s after it starts) a slower server — rheo mcp on a loaded machine — offers
+    nothing."""
     from rheo_cli.providers.claude_code import ClaudeCodeProvider
     from rheo_cli.providers.factory import MemoryServer
 
     env = claude_env(api, claude_home, home, claude_bin)
     env.pop("MCP_CONNECTION_NONBLOCKING", None)
-    slow = MemoryServer(
-        argv=("/bin/sh", "-c", f"sleep 4; exec {sys.executable} -m rheo_cli mcp"),
-        env=(("RHEO_HOME", str(home)),),
-    )
-    provider = ClaudeCodeProvider(workdir=tmp_path / "work", memory_server=slow)
+
+    def slow(seconds: float) -> MemoryServer:
+        command = f"sleep {seconds}; exec {sys.executable} -m rheo_cli mcp"
+        return MemoryServer(argv=("/bin/sh", "-c", command), env=(("RHEO_HOME", str(home)),))
+
+    provider = ClaudeCodeProvider(workdir=tmp_path / "work", memory_server=slow(2.5))
     config = provider._memory_config()
     assert json.loads(config.read_text())["mcpServers"]["rheo"]["alwaysLoad"] is True
+    slower = ClaudeCodeProvider(workdir=tmp_path / "control", memory_server=slow(5))
     loose = tmp_path / "loose.json"
-    entry = json.loads(config.read_text())
+    entry = json.loads(slower._memory_config().read_text())
     del entry["mcpServers"]["rheo"]["alwaysLoad"]
     loose.write_text(json.dumps(entry))
 
