@@ -235,13 +235,13 @@ def _question(rt: Runtime, turn_id: int) -> ledger.Turn:
         raise ToolInputError(
             f"reply_to names turn #{turn_id}, which this profile does not have"
         ) from None
-    if turn.role != "user":
-        raise ToolInputError(
-            f"reply_to names turn #{turn_id}, a reply: name the person's message it answers"
-        )
     if turn.meta.get("tool"):
         raise ToolInputError(
             f"reply_to names turn #{turn_id}, a note rheo wrote for a memory, not a message"
+        )
+    if turn.role != "user":
+        raise ToolInputError(
+            f"reply_to names turn #{turn_id}, a reply: name the person's message it answers"
         )
     return turn
 
