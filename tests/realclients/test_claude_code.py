@@ -209,7 +209,7 @@ def test_always_load_has_the_tools_on_the_first_request_from_a_slow_server(
         command = f"sleep {seconds}; exec {sys.executable} -m rheo_cli mcp"
         return MemoryServer(argv=("/bin/sh", "-c", command), env=(("RHEO_HOME", str(home)),))
 
-    provider = ClaudeCodeProvider(workdir=tmp_path / "work", memory_server=slow(2.5))
+    provider = ClaudeCodeProvider(workdir=tmp_path / "work", memory_server=slow(2))
     config = provider._memory_config()
     assert json.loads(config.read_text())["mcpServers"]["rheo"]["alwaysLoad"] is True
     slower = ClaudeCodeProvider(workdir=tmp_path / "control", memory_server=slow(5))
@@ -323,20 +323,41 @@ def _shape(run_events: list[dict[str, Any]]) -> dict[tuple[str, Any], dict[str, 
     return found
 
 
+TINY_SERVER = """
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        result = {"protocolVersion": m["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "tiny", "version": "1"}}
+    elif m["method"] == "tools/list":
+        result = {"tools": [{"name": n, "description": n, "inputSchema": {"type": "object"}}
+                            for n in ("write_memory", "context")]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": result}), flush=True)
+"""
+"""An MCP server over stdio in a few lines: initialize, tools/list, nothing else."""
+
+
 def test_the_stand_in_prints_what_the_real_binary_prints(
     api, claude_home, claude_bin, home, clients, tmp_path
 ):
     """tests/bin/claude (the fast tests' Claude Code) against the real binary, run with
     rheo's own command line: the same events, with the fields rheo reads of the same types,
-    for a reply, a call with rheo's MCP server and a rate limit."""
+    for a reply with an MCP server and for a rate limit. The server is a minimal one that
+    answers at once (`TINY_SERVER`): how both report a connected server is compared, not
+    how soon ``rheo mcp`` starts on a busy machine (the other tests drive ``rheo mcp``)."""
     from rheo_cli.providers.base import ChatRequest, SystemBlock
     from rheo_cli.providers.claude_code import ClaudeCodeProvider
     from rheo_cli.providers.factory import MemoryServer
 
     stand_in = REPO / "tests" / "bin" / "claude"
-    server = MemoryServer(
-        argv=(sys.executable, "-m", "rheo_cli", "mcp"), env=(("RHEO_HOME", str(home)),)
-    )
+    tiny = tmp_path / "tiny_server.py"
+    tiny.write_text(TINY_SERVER)
+    server = MemoryServer(argv=(sys.executable, "-S", str(tiny)))
     provider = ClaudeCodeProvider(workdir=tmp_path / "work", memory_server=server)
     request = ChatRequest(
         model="default",
