@@ -1,8 +1,10 @@
 """The real clients rheo is used with: Claude Code's ``claude`` and the MCP Inspector CLI,
-pinned and installed from npm by ``scripts/test-clients install`` (``.ci/run`` does it).
+pinned and installed from npm by ``scripts/test-clients install`` (``.ci/run`` does it, and
+the first test that needs them does it too when npm is on PATH — one worker at a time, under
+a lock; ``RHEO_TEST_CLIENTS=off`` stops that).
 
-Without them these tests are skipped, saying how to install them; under ``CI=true`` a
-missing client fails the run instead.
+When they cannot be installed (no npm, no registry) these tests are skipped, saying why;
+under ``CI=true`` a missing client fails the run instead.
 
 Neither may reach the network. Claude Code talks to the fake Messages API
 (``ANTHROPIC_BASE_URL``, a dummy key) from a temporary HOME and ``CLAUDE_CONFIG_DIR``, with
@@ -63,13 +65,47 @@ def _missing(reason: str) -> None:
     pytest.skip(f"{reason} (install them with {INSTALL})")
 
 
+def _absent(found: dict[str, str]) -> list[str]:
+    names = ("RHEO_TEST_NODE", "RHEO_TEST_CLAUDE", "RHEO_TEST_INSPECTOR")
+    return [k for k in names if not found.get(k) or not Path(found[k]).exists()]
+
+
+def _install() -> str:
+    """Run ``scripts/test-clients install`` once for all xdist workers (a lock file in the
+    temporary folder); "" when it worked, else its last line of error."""
+    if os.environ.get("RHEO_TEST_CLIENTS") == "off" or shutil.which("npm") is None:
+        return "npm is not on PATH" if shutil.which("npm") is None else "RHEO_TEST_CLIENTS=off"
+    import fcntl
+    import tempfile
+
+    lock = Path(tempfile.gettempdir()) / "rheo-test-clients.lock"
+    with lock.open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another worker installing: wait for it
+        if not _absent(_where()) and shutil.which("strace"):
+            return ""
+        done = subprocess.run(
+            [str(REPO / "scripts" / "test-clients"), "install"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return lines[-1] if lines else f"exit status {done.returncode}"
+    return ""
+
+
 @pytest.fixture(scope="session")
 def clients() -> Clients:
-    """The pinned clients, or a skip (a failure under CI=true) when they are not installed."""
+    """The pinned clients (installed on first use when npm is there), or a skip (a failure
+    under CI=true) when they cannot be had."""
     found = _where()
-    paths = {k: found.get(k, "") for k in ("RHEO_TEST_NODE", "RHEO_TEST_CLAUDE")}
-    paths["RHEO_TEST_INSPECTOR"] = found.get("RHEO_TEST_INSPECTOR", "")
-    absent = [k for k, v in paths.items() if not v or not Path(v).exists()]
+    if _absent(found) or shutil.which("strace") is None:
+        problem = _install()
+        if problem:
+            _missing(f"the real clients could not be installed: {problem}")
+        found = _where()
+    absent = _absent(found)
     if absent:
         _missing(f"the real clients are not installed ({', '.join(absent)} missing)")
     if shutil.which("strace") is None:

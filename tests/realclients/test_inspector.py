@@ -37,7 +37,9 @@ def inspect(clients: Any, traced: Any, home: Path, *args: str) -> subprocess.Com
         "RHEO_NOW": "2026-11-30T10:00:00+00:00",
     }
     env_args = [a for k, v in server_env.items() for a in ("-e", f"{k}={v}")]
-    command = [*traced.prefix(), clients.node, clients.inspector, "--cli", *env_args]
+    # A loaded machine may take longer than the Inspector's 15 s to start a Python server.
+    command = [*traced.prefix(), clients.node, clients.inspector, "--cli"]
+    command += ["--connect-timeout", "90000", *env_args]
     command += [sys.executable, "-m", "rheo_cli", "mcp", *args]
     return subprocess.run(
         command,
