@@ -18,7 +18,7 @@ from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
-from ..memory.text.secrets import mask
+from ..memory.text.safety import mask
 from ..runtime import Runtime
 from . import extractors, facts, schemas
 
