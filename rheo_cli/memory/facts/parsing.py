@@ -21,6 +21,7 @@ from typing import Any
 from ..store.errors import InvalidInput
 from ..store.timeutil import parse_instant, to_stored
 from ..text import language
+from ..text.safety import clean
 from .equivalence import topic_key
 from .fact import LABEL_MAX, Fact
 from .items import CATEGORIES
@@ -31,7 +32,6 @@ MAX_FACTS = 3
 MAX_REPLY_CHARS = 100_000
 MAX_STARTS = 50
 MAX_PROPERTIES_CHARS = 2_000
-_UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _CATEGORY_ALIASES = {
@@ -222,14 +222,9 @@ def find_json(text: str, notes: list[str]) -> Any:
     raise ValueError("no JSON object or array found")
 
 
-def _clean(text: str) -> str:
-    """Text safe to store and show: lone surrogates and control characters replaced."""
-    return _UNSAFE.sub("\ufffd", text)
-
-
 def _text(value: Any) -> str:
     if isinstance(value, str):
-        return " ".join(_clean(value).split())
+        return " ".join(clean(value).split())
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     return ""
@@ -335,7 +330,7 @@ def read_fact(
         notes.append(f"fact {n}: properties were not an object; dropped them")
         properties = {}
     properties = {
-        _clean(str(k)): _plain(v) for k, v in properties.items() if v is not None and str(k).strip()
+        clean(str(k)): _plain(v) for k, v in properties.items() if v is not None and str(k).strip()
     }
     if len(json.dumps(properties, ensure_ascii=False)) > MAX_PROPERTIES_CHARS:
         notes.append(
@@ -433,11 +428,11 @@ def _relation(raw: dict[str, Any], notes: list[str], n: int) -> str | None:
 def _plain(value: Any) -> Any:
     """A property value as safe JSON: clean strings, finite numbers, nested the same way."""
     if isinstance(value, str):
-        return _clean(value)
+        return clean(value)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {_clean(str(k)): _plain(v) for k, v in value.items()}
+        return {clean(str(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
