@@ -15,11 +15,11 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from .. import due as due_rule
 from ..store.errors import InvalidInput
-from ..store.timeutil import parse_instant, to_stored
 from ..text import language
 from ..text.safety import clean
 from .equivalence import topic_key
@@ -268,16 +268,16 @@ def _confidence(raw: Any, notes: list[str], n: int) -> float | None:
     return value
 
 
-def _due(raw: Any, notes: list[str], n: int, tz: tzinfo) -> str | None:
+def _due(raw: Any, notes: list[str], n: int, now: datetime) -> str | None:
+    """A fact's deadline as stored UTC text, by the one due-date rule (`memory.due`), read
+    against ``now``; None (with a note) when it is no date."""
     text = _text(raw)
     if not text:
         return None
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            text += "T23:59:00"  # a date alone: the end of that day
-        return to_stored(parse_instant(text, default_tz=tz))
-    except (InvalidInput, OverflowError, ValueError):
-        notes.append(f"fact {n}: due date {raw!r} is not a usable ISO 8601 date; ignored")
+        return due_rule.stored(text, now)
+    except InvalidInput:
+        notes.append(f"fact {n}: due date {raw!r} is not a usable date; ignored")
         return None
 
 
@@ -290,8 +290,13 @@ def read_fact(
     turn_ids: set[int] | None,
     person_text: str,
     tz: tzinfo = UTC,
+    now: datetime | None = None,
 ) -> Candidate | None:
     """Validate one fact object (fact number ``n`` for notes); None when it must be dropped.
+
+    A due date is read by the one due-date rule (`memory.due`) against ``now`` (the time the
+    fact was said, in the person's zone; None: the current time in ``tz``), so "friday" and
+    "2026-12-04" both work and a date alone is the end of that day there.
 
     Aliases are accepted (``content`` as the Rheo article's ``{label, properties}`` (§05),
     ``fact``/``text``
@@ -406,7 +411,12 @@ def read_fact(
         properties=properties,
         confidence=_confidence(raw.get("confidence"), notes, n),
         reason=_text(raw.get("reason")),
-        due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n, tz),
+        due_at=_due(
+            raw.get("due") or raw.get("due_at") or raw.get("deadline"),
+            notes,
+            n,
+            now if now is not None else datetime.now(tz),
+        ),
     )
     return Candidate(
         fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation, scope=scope
@@ -447,13 +457,15 @@ def parse_facts(
     key: str = "facts",
     limit: int = MAX_FACTS,
     tz: tzinfo = UTC,
+    now: datetime | None = None,
 ) -> Parsed:
     """Read up to ``limit`` facts from a model reply.
 
     ``known_ids`` maps the existing item ids the model was shown to their topics; references
     to others are dropped. ``turn_ids`` are the turns a digest fact may cite. ``person_text``
-    is what the person said, for the language check. The facts are under ``key`` in a JSON
-    object (or the reply is a bare list). Never raises: unreadable output gives no facts and a
+    is what the person said, for the language check; due dates are read against ``now`` (else
+    the current time in ``tz``: `read_fact`). The facts are under ``key`` in a JSON object (or
+    the reply is a bare list). Never raises: unreadable output gives no facts and a
     note.
     """
     parsed = Parsed()
@@ -499,6 +511,7 @@ def parse_facts(
             turn_ids=turn_ids,
             person_text=person_text,
             tz=tz,
+            now=now,
         )
         if candidate is not None:
             parsed.facts.append(candidate)
