@@ -214,6 +214,12 @@ def test_an_environment_value_is_checked_by_its_key(rheo, quiet_env, monkeypatch
     assert result.exit_code == 2 and "RHEO_REDIS_URL" in result.stderr
 
 
+def test_every_settings_variable_is_checked_for_utf8_at_startup():
+    from rheo_cli.cli.inputs import ENV_TEXT
+
+    assert {k.env for k in KEYS if k.env} <= set(ENV_TEXT)
+
+
 def test_the_edit_template_sets_every_key_once_uncommented(tmp_path):
     text = keys.template()
     path = tmp_path / "config.toml"
