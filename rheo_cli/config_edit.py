@@ -114,7 +114,7 @@ def unset_value(path: Path, name: str) -> bool:
 
     section, key_name = name.strip().rpartition(".")[::2]
     if section == "assistants":
-        keys.lookup(f"assistants.{key_name}.model")  # checks the assistant's name
+        _key(f"assistants.{key_name}.model")  # checks the assistant's name
     else:
         found = _key(name)
         section, key_name = found.section, found.key

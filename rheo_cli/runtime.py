@@ -243,7 +243,8 @@ def build(
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
     store_url = _from_env("store.url", env) or cfg.store_url
-    redis_url = _from_env("store.redis_url", env) or cfg.redis_url
+    # A Redis URL the cache cannot use is one notice, never a refusal: memory goes on without it.
+    redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
     return Runtime(
         profile=name,
         paths=paths,

@@ -184,6 +184,7 @@ def test_unset_of_a_whole_assistant_and_errors_are_one_line(rheo, quiet_env):
     for args in (
         ("config", "set", "nonsense", "1"),
         ("config", "unset", "memory.size"),
+        ("config", "unset", "assistants.Bad Name!"),
         ("config", "set", "assistants.Bad Name!.model", "x"),
         ("config", "set", "telegram.chats", "me=default"),
         ("config", "set", "telegram.chats", "123"),
@@ -209,9 +210,10 @@ def test_a_secret_or_a_urls_password_never_appears_in_a_refusal(rheo, quiet_env)
 
 
 def test_an_environment_value_is_checked_by_its_key(rheo, quiet_env, monkeypatch):
-    monkeypatch.setenv("RHEO_REDIS_URL", "http://cache")
+    monkeypatch.setenv("RHEO_DATABASE_URL", "mysql://root:hunter22@db/x")
     result = rheo("history", "recent")
-    assert result.exit_code == 2 and "RHEO_REDIS_URL" in result.stderr
+    assert result.exit_code == 2 and "RHEO_DATABASE_URL" in result.stderr
+    assert "postgresql://" in result.stderr and "hunter22" not in result.stderr
 
 
 def test_every_settings_variable_is_checked_for_utf8_at_startup():
