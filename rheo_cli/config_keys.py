@@ -37,7 +37,7 @@ class Key:
     ``kind`` is its TOML type: ``str``, ``int`` (whole numbers), ``float``, ``list`` (of
     strings) or ``map`` (a table of strings, as ``[telegram] chats``). ``lo``/``hi`` bound a
     number; ``default`` is the value without one (None: unset, the program decides);
-    ``example`` a valid value (the template, the README and the tests use it); ``env`` and
+    ``example`` a valid value (the template without a default, and the tests, use it); ``env`` and
     ``flag`` override the file; ``secret`` values are never printed, ``url`` values are shown
     with their password replaced by ``***``; ``empty`` allows ``""``; ``check`` takes a value
     of the right type and returns it normalised, or raises BadValue."""
@@ -72,9 +72,10 @@ class Key:
         return f"[{self.section}] {self.key}" if self.section else self.key
 
     @property
-    def example_value(self) -> Any:
-        """`example`, else `default`: a value this key accepts."""
-        return self.example if self.example is not None else self.default
+    def template_value(self) -> Any:
+        """What the edit template shows: the default, or the example when the default is
+        unset or empty."""
+        return self.default if self.default not in (None, "", [], {}) else self.example
 
     def at(self, assistant: str) -> Key:
         """An ``assistants.*`` key for the assistant named ``assistant``."""
@@ -526,8 +527,8 @@ def toml_value(value: Any) -> str:
 
 
 def template() -> str:
-    """A config.toml with every key commented out at its example value and its help: what
-    ``rheo config edit`` starts from when there is no file yet."""
+    """A config.toml with every key commented out (at its default, else an example) and its
+    help: what ``rheo config edit`` starts from when there is no file yet."""
     lines = ["# rheo settings (every key is optional; 'rheo config show' shows the values used)"]
     for section in SECTIONS:
         header = "assistants.sarah" if section == ASSISTANT else section
@@ -536,7 +537,7 @@ def template() -> str:
         for key in (k for k in KEYS if k.section == section):
             also = ", ".join(x for x in (key.env, key.flag) if x)
             note = f"{key.help}{f' (also {also})' if also else ''}"
-            lines.append(f"# {key.key} = {toml_value(key.example_value)}  # {note}")
+            lines.append(f"# {key.key} = {toml_value(key.template_value)}  # {note}")
     return "\n".join(lines) + "\n"
 
 

@@ -228,7 +228,7 @@ def test_the_edit_template_sets_every_key_once_uncommented(tmp_path):
     path.write_text(text)
     assert config_mod.load(path) == config_mod.Config()  # every line commented out
     for key in KEYS:
-        assert f"# {key.key} = {toml_value(key.example)}" in text, key.name
+        assert f"# {key.key} = {toml_value(key.template_value)}" in text, key.name
 
 
 def test_the_readme_lists_every_key_from_the_table():
