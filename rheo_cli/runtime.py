@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from . import clock as clock_mod
 from . import config as config_mod
+from . import config_keys
 from .errors import ConfigError, NoProviderConfigured, UsageError
 from .memory.ledger import closing
 from .memory.store import db
@@ -244,9 +245,8 @@ def build(
         raise ConfigError("the model name is empty")
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
-    store_url = env.get("RHEO_DATABASE_URL", "").strip() or cfg.store_url
-    if store_url and not store_url.startswith(("postgresql://", "postgres://")):
-        raise UsageError("RHEO_DATABASE_URL must be a postgresql:// URL")
+    store_url = _from_env("store.url", env) or cfg.store_url
+    # A Redis URL the cache cannot use is one notice, never a refusal: memory goes on without it.
     redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
     return Runtime(
         profile=name,
@@ -260,6 +260,20 @@ def build(
         store_url=store_url or None,
         redis_url=redis_url or None,
     )
+
+
+def _from_env(name: str, env: dict[str, str]) -> str | None:
+    """The value the environment gives setting ``name`` (its variable in the table of
+    settings), checked as config.toml's would be; None when the variable is unset. Raises
+    UsageError naming the variable for a value the setting refuses."""
+    key = config_keys.BY_NAME[name]
+    raw = env.get(key.env or "", "").strip()
+    if not raw:
+        return None
+    try:
+        return str(key.read(raw))
+    except config_keys.BadValue as exc:
+        raise UsageError(f"{key.env}: {str(exc).replace(key.where, 'the value')}") from None
 
 
 def _assistant(

@@ -45,6 +45,10 @@ LAYERS: dict[str, set[str]] = {
 }
 """A layer is a top-level package of rheo_cli, or ``core`` for its top-level modules."""
 
+SHARED = {"rheo_cli.memory.text.safety"}
+"""Engine modules every layer may import: the one text-safety module (redaction, masking,
+terminal-safe display), standard library only and importing nothing else of rheo."""
+
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -106,6 +110,13 @@ def test_engine_imports_only_the_standard_library_and_itself():
             assert top in _stdlib() | allowed, f"{module_name(path)}: {name}"
 
 
+def test_the_shared_modules_import_nothing_of_rheo():
+    for name in SHARED:
+        path = PACKAGE.parent.joinpath(*name.split(".")).with_suffix(".py")
+        inner = [n for n in imports_of(path) if n.startswith("rheo_cli")]
+        assert not inner, f"{name} imports {inner}"
+
+
 def test_psycopg_is_imported_only_by_the_postgres_store():
     for path in PACKAGE.rglob("*.py"):
         if module_name(path) in DRIVERS:
@@ -121,7 +132,7 @@ def test_layers_import_only_downwards():
             if not name.startswith("rheo_cli."):
                 continue
             there = layer_of(name)
-            if there == here:
+            if there == here or name in SHARED or name.rpartition(".")[0] in SHARED:
                 continue
             if here == "cli" and there == "repl":
                 # `rheo chat` starts the REPL through one function; nothing else crosses.

@@ -18,7 +18,7 @@ from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
-from ..memory.text.secrets import mask
+from ..memory.text.safety import mask
 from ..runtime import Runtime
 from . import extractors, facts, schemas
 
@@ -87,8 +87,9 @@ def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     notes = [f"fallback used after: {e}" for e in errors]
     person_text = " ".join(mask(t.content)[:500] for t in turns if t.role == "user")[:4000]
     ids = {t.id for t in turns}
+    said = from_stored(session.last_turn_at).astimezone(tz)  # "friday" as of the session
     parsed = parse_facts(
-        text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz or UTC
+        text, turn_ids=ids, person_text=person_text, limit=DIGEST_FACTS, tz=tz or UTC, now=said
     )
     notes.extend(parsed.notes)
     narrative = " ".join(str(parsed.data.get("narrative") or "").split())

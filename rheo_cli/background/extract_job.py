@@ -19,7 +19,7 @@ from ..memory.store.db import write
 from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
-from ..memory.text.secrets import mask
+from ..memory.text.safety import mask
 from ..runtime import Runtime
 from . import extractors, facts, schemas
 
@@ -112,7 +112,7 @@ def run(rt: Runtime, job: Job, worker: str) -> list[str]:
     )
     notes = [f"fallback used after: {e}" for e in errors]
     parsed = parse_facts(
-        text, known_ids=known, person_text=mask(person.content), tz=when.tzinfo or UTC
+        text, known_ids=known, person_text=mask(person.content), tz=when.tzinfo or UTC, now=when
     )
     notes.extend(parsed.notes)
     with write(rt.conn):  # the facts and the job's completion commit together

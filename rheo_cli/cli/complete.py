@@ -103,6 +103,8 @@ def session_numbers(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
 
 def config_keys(incomplete: str) -> list[tuple[str, str]]:
     """Settings ``rheo config set`` knows, with what each means."""
-    from ..config_keys import KEYS
+    from ..config_keys import ASSISTANT, KEYS
 
-    return [(k.name, k.help) for k in KEYS if k.name.startswith(incomplete)]
+    return [
+        (k.name, k.help) for k in KEYS if k.name.startswith(incomplete) and k.section != ASSISTANT
+    ]

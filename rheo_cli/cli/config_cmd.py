@@ -1,9 +1,9 @@
-"""``rheo config show|path|edit|set``: see and change config.toml safely."""
+"""``rheo config show|path|edit|set|unset``: see and change config.toml safely."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,7 +29,9 @@ def _config_path() -> Path:
 @app.command()
 @command
 def show(json_out: Json = False) -> None:
-    """Show every setting, its value and where it came from (default, file, environment, flag).
+    """Show every setting, its value and where it came from (default, file, environment, flag);
+    provider and model are what a chat would use now (also when found automatically).
+    Secrets are never shown.
 
     \b
     Example:
@@ -38,11 +40,17 @@ def show(json_out: Json = False) -> None:
     """
     import os
 
-    from ..config_keys import effective
+    from ..config_show import effective
     from .state import GLOBAL
 
     path = _config_path()
-    rows = effective(path, flags={"--model": GLOBAL.model}, environ=os.environ)
+    assistant = GLOBAL.assistant or os.environ.get("RHEO_ASSISTANT", "").strip() or None
+    rows = effective(
+        path,
+        flags={"--model": GLOBAL.model, "--provider": GLOBAL.provider},
+        environ=os.environ,
+        assistant=assistant,
+    )
     profile = GLOBAL.profile or os.environ.get("RHEO_PROFILE", "").strip()
     profile_source = (
         "flag (--profile)"
@@ -60,12 +68,23 @@ def show(json_out: Json = False) -> None:
         return
     echo(f"# {path}" + ("" if path.exists() else " (not created yet: all defaults)"))
     table = [("profile", profile or "default", profile_source)]
-    for r in rows:
-        value = ", ".join(r.value) if isinstance(r.value, list) else r.value
-        shown = f"{value:g}" if isinstance(value, float) else str(value or "-")
-        table.append((r.name, shown, r.source))
+    table += [(r.name, cell(r.value), r.source) for r in rows]
     for line in aligned(table):
         echo(line)
+
+
+def cell(value: Any) -> str:
+    """A setting's value in the ``config show`` table: ``-`` when unset, ``""`` for an empty
+    string, a list comma-separated, a table as ``key=value`` pairs, numbers plainly."""
+    if value is None or value == [] or value == {}:
+        return "-"
+    if value == "":
+        return '""'
+    if isinstance(value, list):
+        return ", ".join(value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 VALUE_COLUMN = 40
@@ -113,18 +132,15 @@ def edit() -> None:
     import shlex
     import subprocess
 
-    from .. import config as config_mod
-    from ..config_keys import check_text, replace_file
+    from ..config_edit import check_text, replace_file
+    from ..config_keys import template
     from ..errors import ConfigError, RheoError, UsageError
 
     path = _config_path()
     try:
         before = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        before = "".join(
-            f"# {line}\n" if line.strip() else "#\n"
-            for line in (config_mod.__doc__ or "").splitlines()
-        )
+        before = template()
     editor = os.environ.get("VISUAL", "").strip() or os.environ.get("EDITOR", "").strip() or "vi"
     draft = path.with_name(f"{path.name}.edit.toml")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,15 +189,47 @@ def set_(
     ],
     value: Annotated[str, typer.Argument(help="New value (a list: comma-separated).")],
 ) -> None:
-    """Set one setting in config.toml; a value rheo would refuse is not written.
+    """Set one setting in config.toml (comments and order kept); a value rheo would refuse is
+    not written. An assistant's keys are assistants.NAME.KEY.
 
     \b
     Example:
       rheo config set session.gap_hours 4
       rheo config set model claude-opus-5
+      rheo config set assistants.sarah.prompt_file sarah.md
+      rheo config set telegram.chats 123456789=default
     """
-    from ..config_keys import BY_NAME, set_value, toml_value
+    from ..config_edit import set_value
+    from ..config_keys import toml_value
 
     path = _config_path()
-    stored = set_value(path, key, value)
-    echo(f"{key} = {toml_value(BY_NAME[key].shown(stored))}  (in {path})")
+    found = set_value(path, key, value)
+    echo(f"{found.name} = {toml_value(found.shown(found.parse(value)))}  (in {path})")
+
+
+@app.command("unset")
+@command
+def unset(
+    key: Annotated[
+        str,
+        typer.Argument(
+            help="Setting name, e.g. session.gap_hours (assistants.NAME: the whole assistant).",
+            autocompletion=config_keys,
+        ),
+    ],
+) -> None:
+    """Remove one setting from config.toml, so its default applies again (comments and the
+    rest of the file kept).
+
+    \b
+    Example:
+      rheo config unset session.gap_hours
+      rheo config unset assistants.sarah
+    """
+    from ..config_edit import unset_value
+
+    path = _config_path()
+    if unset_value(path, key):
+        echo(f"{key.strip()} removed  (from {path}); its default applies")
+    else:
+        echo(f"{key.strip()} is not set in {path}; nothing changed")

@@ -8,29 +8,16 @@ from ..errors import UsageError
 
 
 def resolve_due(text: str, now: datetime, option: str = "--due") -> datetime:
-    """The deadline ``text`` means, as an aware datetime in ``now``'s zone.
-
-    A day ("friday", "next monday", "in 2 weeks", "2026-12-24", see `future_date`) means the
-    end of that day (23:59); an ISO 8601 date-time ("2026-12-24T09:00") is kept as written.
-    Raises UsageError naming ``option`` for anything else.
-    """
-    from ..memory.retrieval.timeexpr import future_date
+    """The deadline ``text`` means, as an aware datetime in ``now``'s zone: the one rule of
+    `rheo_cli.memory.due.resolve` (a day is its end, 23:59; an ISO 8601 date-time is kept as
+    written). Raises UsageError naming ``option`` for anything else."""
+    from ..memory import due
     from ..memory.store.errors import InvalidInput
-    from ..memory.store.timeutil import parse_instant
 
-    words = text.strip()
-    if "T" in words and words[:4].isdigit():
-        try:
-            return parse_instant(words, default_tz=now.tzinfo)
-        except InvalidInput:
-            pass
-    else:
-        day = future_date(words, now)
-        if day is not None:
-            return day.replace(hour=23, minute=59)
-    raise UsageError(
-        f"{option} {text!r} is not a date: try friday, next monday, in 2 weeks, 2026-12-24"
-    )
+    try:
+        return due.resolve(text, now)
+    except InvalidInput as exc:
+        raise UsageError(f"{option} {exc}") from None
 
 
 def echo(moment: datetime) -> str:

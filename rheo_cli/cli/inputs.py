@@ -137,11 +137,11 @@ def text_of(path: Path | str) -> str:
 
 ENV_TEXT = (
     "RHEO_PROFILE",
-    "RHEO_MODEL",
-    "RHEO_PROVIDER",
     "RHEO_ASSISTANT",
     "RHEO_NOW",
     "RHEO_WORKER",
+    "RHEO_PROVIDER",
+    "RHEO_MODEL",
     "RHEO_DATABASE_URL",
     "RHEO_REDIS_URL",
     "RHEO_TELEGRAM_TOKEN",
@@ -152,7 +152,9 @@ ENV_TEXT = (
     "OPENAI_BASE_URL",
 )
 """Variables rheo reads as text (names, URLs, keys, a time): none has a meaning with bytes
-that are not UTF-8 (``RHEO_HOME`` is a path: any bytes do)."""
+that are not UTF-8 (``RHEO_HOME`` is a path: any bytes do); every variable of the table of
+settings (`config_keys.KEYS`) is here, which a test holds (not imported: startup stays
+light)."""
 
 
 def check_environment(environ: Mapping[str, str]) -> None:

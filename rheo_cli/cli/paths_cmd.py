@@ -39,9 +39,9 @@ def paths(json_out: Json = False, profile: Profile = None) -> None:
     info = found.to_json()
     url = _store_url(found.config)
     if url:  # memory lives in PostgreSQL: there is no local database file
-        from ..config_keys import redacted_url
+        from ..memory.text.safety import redact_url
 
-        info["db"] = redacted_url(url)
+        info["db"] = redact_url(url)
     if json_out:
         print_json(info)
         return

@@ -10,11 +10,11 @@ and no extra spaces, so the same store always exports to the same bytes.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from ..memory import archive, exchange
+from ..memory.text.safety import json_escape
 
 NAME = "rheo"
 
@@ -23,20 +23,13 @@ class FormatError(ValueError):
     """A line of the file is not a valid record; the message names the line."""
 
 
-_INVISIBLE = re.compile(
-    "[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
-)
-"""Characters a terminal would act on or hide (C1 controls, bidirectional overrides and
-isolates, zero-width characters, line and paragraph separators): written as ``\\uXXXX``."""
-
-
 def dumps(record: dict[str, Any]) -> str:
     """One record as one line of text (no newline). Characters a terminal or a line reader
-    would act on (C1 controls, bidi overrides, zero-width characters, line and paragraph
-    separators) are JSON-escaped, so the file is safe to print and no reader splits a record;
-    the values read back are the same."""
+    would act on or hide (C1 controls, bidi overrides, zero-width and tag characters, line and
+    paragraph separators, lone surrogates: `safety.json_escape`) are JSON-escaped, so the file
+    is safe to print and no reader splits a record; the values read back are the same."""
     text = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return json_escape(text)
 
 
 def write(records: Iterable[dict[str, Any]], out: IO[str]) -> int:

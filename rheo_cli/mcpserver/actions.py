@@ -22,6 +22,7 @@ import contextlib
 import secrets
 from typing import Any
 
+from ..memory import due as due_rule
 from ..memory import jobs
 from ..memory.context.assemble import SEPARATOR
 from ..memory.facts import curation
@@ -31,7 +32,7 @@ from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.db import write
 from ..memory.store.errors import InvalidInput, NotFound
-from ..memory.store.timeutil import display, parse_instant, to_stored
+from ..memory.store.timeutil import display
 from ..memory.text.render import entry
 from ..runtime import Runtime
 from .caller import CONTENT_MAX, Caller
@@ -55,16 +56,14 @@ def _after_store(rt: Runtime, appended: ledger.Appended) -> None:
 
 
 def _due(rt: Runtime, due: str | None) -> str | None:
+    """``due`` as stored UTC text by the one due-date rule (`memory.due`); None when blank.
+    Raises ToolInputError naming it when it is no date."""
     if due is None or not due.strip():
         return None
-    text = due.strip()
     try:
-        moment = parse_instant(
-            text if "T" in text else f"{text}T23:59:00", default_tz=rt.now().tzinfo
-        )
-    except InvalidInput:
-        raise ToolInputError(f"due {due!r} is not a date: use YYYY-MM-DD or ISO 8601") from None
-    return to_stored(moment)
+        return due_rule.stored(due, rt.now())
+    except InvalidInput as exc:
+        raise ToolInputError(f"due {exc}") from None
 
 
 def write_memory(

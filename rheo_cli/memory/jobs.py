@@ -21,7 +21,7 @@ from typing import Any
 from .store.db import write
 from .store.errors import EngineError
 from .store.pg import dialect
-from .text.secrets import mask
+from .text.safety import mask
 
 KINDS = ("extract", "digest")
 MAX_ATTEMPTS = 5

@@ -1,35 +1,22 @@
-"""Keeping secrets and terminal control codes out of anything rheo prints or stores."""
+"""Redaction of provider messages: `rheo_cli.memory.text.safety.redact` plus the secrets
+only the environment knows (the configured API keys, the password of a base URL)."""
 
 from __future__ import annotations
 
 import os
-import re
 
-_PATTERNS = (
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{6,}"),
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"(?i)\b(bearer|basic|x-api-key:?)\s+[^\s'\"]+"),
-)
-# ``scheme://user:password@host``: the credential part of a URL (ANTHROPIC_BASE_URL), up to
-# the last ``@`` of the address (a password may hold one).
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#'\"]*@")
-# ``user:password@host`` without a scheme, or after a mistyped one (``http//``).
-_BARE_USERINFO = re.compile(r"(^|[\s/'\"(])[^\s/@'\":]+:(?!//)[^\s'\"]*@")
+from ..memory.text.safety import redact as redact_text
+
 _URL_ENV = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
 """Variables holding an endpoint whose password, if any, is redacted literally too."""
-# ``?key=...``, ``&access_token=...``: query parameters that carry a credential.
-_QUERY_SECRET = re.compile(
-    r"(?i)([?&;](?:[a-z0-9_\-]*?(?:key|token|secret|password|passwd|pwd|auth|signature|sig)"
-    r"[a-z0-9_\-]*)=)[^&#\s'\"]*"
-)
-# ``Authorization: ...`` and ``X-Api-Key: ...``-like header lines.
-_HEADER = re.compile(
-    r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key|x-auth-token|cookie)(\s*[:=]\s*)"
-    r"(?:(?:bearer|basic)\s+)?[^\s,;'\"]+"
-)
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]|\x1b\[[0-9;?]*[A-Za-z]")
 
 _SECRET_ENV = {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"}
+
+MIN_KEY_CHARS = 8
+"""A configured key this long or longer is redacted wherever it appears (a shorter one would
+take ordinary words with it)."""
+MIN_URL_PIECE_CHARS = 4
+"""The same for the user and password of a base URL."""
 
 
 def add_secret_env(name: str) -> None:
@@ -38,30 +25,25 @@ def add_secret_env(name: str) -> None:
         _SECRET_ENV.add(name)
 
 
-def redact(text: str) -> str:
-    """``text`` with credentials replaced by ``[redacted]``: the configured API keys, anything
-    shaped like a key or bearer token, the ``user:password@`` part of a URL, query parameters
-    named like a key/token/secret/password, and ``Authorization``-like header values; terminal
-    control sequences are removed."""
-    out = _CONTROL.sub("", text)
+def _literals() -> list[str]:
+    """The secrets the environment holds: configured keys, base URLs' credentials."""
+    found = []
     for name in sorted(_SECRET_ENV):
         secret = os.environ.get(name, "")
-        for variant in {secret, secret.strip()}:
-            if len(variant) >= 8:
-                out = out.replace(variant, "[redacted]")
+        found += [v for v in {secret, secret.strip()} if len(v) >= MIN_KEY_CHARS]
     for name in _URL_ENV:
         url = os.environ.get(name, "")
         if "@" in url:
             # Whatever its shape, everything before the last "@" of the address is credential.
             address = url.split("://", 1)[-1].split("/", 1)[0]
             userinfo = address.rpartition("@")[0]
-            for piece in {userinfo, *userinfo.split(":")}:
-                if len(piece) >= 4:
-                    out = out.replace(piece, "[redacted]")
-    out = _USERINFO.sub(lambda m: m.group(1) + "[redacted]@", out)
-    out = _BARE_USERINFO.sub(lambda m: m.group(1) + "[redacted]@", out)
-    out = _QUERY_SECRET.sub(lambda m: m.group(1) + "[redacted]", out)
-    out = _HEADER.sub(lambda m: m.group(1) + m.group(2) + "[redacted]", out)
-    for pattern in _PATTERNS:
-        out = pattern.sub(lambda m: (m.group(1) + " " if m.lastindex else "") + "[redacted]", out)
-    return out
+            found += [p for p in {userinfo, *userinfo.split(":")} if len(p) >= MIN_URL_PIECE_CHARS]
+    return found
+
+
+def redact(text: str) -> str:
+    """``text`` with credentials replaced by ``[redacted]`` (`safety.redact`: anything shaped
+    like a key or token, URL credentials, credential query parameters and header values) and
+    the configured API keys and base-URL credentials of the environment; terminal control
+    sequences and invisible characters are removed."""
+    return redact_text(text, _literals())

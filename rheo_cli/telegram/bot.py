@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import ConfigError, RheoError, UsageError
 from ..memory.ledger import turns as ledger
 from ..memory.store.errors import EngineError, NotFound
+from ..memory.text.safety import redact
 from ..runtime import Runtime, build
 from . import format as tg_format
 
@@ -95,9 +96,10 @@ class TelegramBot:
     # -- plumbing -------------------------------------------------------------------------
 
     def clean(self, error: BaseException | str) -> str:
-        """One line about ``error`` with the token taken out."""
+        """One line about ``error`` with the bot token and any other credential redacted
+        (`safety.redact`)."""
         text = " ".join(str(error).split()) or type(error).__name__
-        return text.replace(self.settings.token, "<token>")
+        return redact(text, (self.settings.token,))
 
     def runtime(self, profile: str) -> Runtime:
         """The runtime of ``profile`` (built once; its store opened on first use)."""

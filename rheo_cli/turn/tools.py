@@ -123,7 +123,7 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     # A due date given as a date is the end of that day where the person is.
     zone = rt.now().tzinfo or UTC
     candidate = read_fact(
-        data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content, tz=zone
+        data, 1, notes, known_ids={}, turn_ids=None, person_text=turn.content, tz=zone, now=rt.now()
     )
     if candidate is None:
         return "not stored: " + "; ".join(notes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..memory.store.timeutil import from_stored
+from ..memory import due as due_rule
 from .output import local, preview
 
 
@@ -30,7 +30,7 @@ def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str
 
 def is_overdue(item: Any, now: datetime) -> bool:
     """True for an active open item whose due time has passed."""
-    return bool(item.due_at) and item.status == "active" and from_stored(item.due_at) < now
+    return item.status == "active" and due_rule.is_overdue(item.due_at, now)
 
 
 def open_item_line(item: Any, now: datetime) -> str:

@@ -12,7 +12,7 @@ import pytest
 from fakeapi import text
 from helpers import db_rows, facts_reply, kind_of, request_text, route
 
-from rheo_cli.memory.text.secrets import MASK, has_secret, mask
+from rheo_cli.memory.text.safety import MASK, has_secret, mask
 
 T0 = datetime.fromisoformat("2026-08-20T18:00:00+02:00")
 

@@ -144,9 +144,9 @@ CORPUS = [
     (
         "bad due date",
         '{"facts": [{"category": "open_item", "topic": "t", "label": "Sends the '
-        'report", "due": "next Friday"}]}',
+        'report", "due": "when it is ready"}]}',
         ["Sends the report"],
-        "not a usable ISO 8601",
+        "is not a usable date",
     ),
     (
         "owner fields",
@@ -236,6 +236,18 @@ def test_due_dates_become_utc():
         tz=timezone(timedelta(hours=2)),
     )
     assert local.facts[0].fact.due_at == "2026-11-27T21:59:00.000Z"
+
+
+def test_due_words_are_read_by_the_one_due_date_rule():
+    from datetime import datetime, timedelta, timezone
+
+    said = datetime(2026, 11, 25, 10, 0, tzinfo=timezone(timedelta(hours=2)))  # a Wednesday
+    out = parse_facts(
+        '{"facts": [{"category": "open_item", "topic": "r", "label": "Sends the report", '
+        '"due": "next Friday"}]}',
+        now=said,
+    )
+    assert out.facts[0].fact.due_at == "2026-11-27T21:59:00.000Z"  # 23:59 local that Friday
 
 
 def test_digest_turn_ids_are_checked():

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import TypeVar
 
+from .. import due
 from ..facts import hotcache
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
@@ -264,7 +265,7 @@ def open_item_lines(
         when = f"since {display(item.created_at, tz, with_time=False)}"
         if item.due_at:
             when += f", due {display(item.due_at, tz, with_time=False)}"
-            if from_stored(item.due_at) < now:
+            if due.is_overdue(item.due_at, now):
                 when += ", OVERDUE"
         due_key = from_stored(item.due_at).timestamp() if item.due_at else float("inf")
         lines.append(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..store.errors import InvalidInput
-from ..text.secrets import mask, mask_value
+from ..text.safety import mask, mask_value
 from .equivalence import topic_key
 from .items import CATEGORIES, MemoryItem
 

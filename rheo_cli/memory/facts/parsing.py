@@ -15,12 +15,13 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
+from .. import due as due_rule
 from ..store.errors import InvalidInput
-from ..store.timeutil import parse_instant, to_stored
 from ..text import language
+from ..text.safety import clean
 from .equivalence import topic_key
 from .fact import LABEL_MAX, Fact
 from .items import CATEGORIES
@@ -31,7 +32,6 @@ MAX_FACTS = 3
 MAX_REPLY_CHARS = 100_000
 MAX_STARTS = 50
 MAX_PROPERTIES_CHARS = 2_000
-_UNSAFE = re.compile(r"[\ud800-\udfff\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
 _CATEGORY_ALIASES = {
@@ -222,14 +222,9 @@ def find_json(text: str, notes: list[str]) -> Any:
     raise ValueError("no JSON object or array found")
 
 
-def _clean(text: str) -> str:
-    """Text safe to store and show: lone surrogates and control characters replaced."""
-    return _UNSAFE.sub("\ufffd", text)
-
-
 def _text(value: Any) -> str:
     if isinstance(value, str):
-        return " ".join(_clean(value).split())
+        return " ".join(clean(value).split())
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
     return ""
@@ -273,16 +268,16 @@ def _confidence(raw: Any, notes: list[str], n: int) -> float | None:
     return value
 
 
-def _due(raw: Any, notes: list[str], n: int, tz: tzinfo) -> str | None:
+def _due(raw: Any, notes: list[str], n: int, now: datetime) -> str | None:
+    """A fact's deadline as stored UTC text, by the one due-date rule (`memory.due`), read
+    against ``now``; None (with a note) when it is no date."""
     text = _text(raw)
     if not text:
         return None
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            text += "T23:59:00"  # a date alone: the end of that day
-        return to_stored(parse_instant(text, default_tz=tz))
-    except (InvalidInput, OverflowError, ValueError):
-        notes.append(f"fact {n}: due date {raw!r} is not a usable ISO 8601 date; ignored")
+        return due_rule.stored(text, now)
+    except InvalidInput:
+        notes.append(f"fact {n}: due date {raw!r} is not a usable date; ignored")
         return None
 
 
@@ -295,8 +290,13 @@ def read_fact(
     turn_ids: set[int] | None,
     person_text: str,
     tz: tzinfo = UTC,
+    now: datetime | None = None,
 ) -> Candidate | None:
     """Validate one fact object (fact number ``n`` for notes); None when it must be dropped.
+
+    A due date is read by the one due-date rule (`memory.due`) against ``now`` (the time the
+    fact was said, in the person's zone; None: the current time in ``tz``), so "friday" and
+    "2026-12-04" both work and a date alone is the end of that day there.
 
     Aliases are accepted (``content`` as the Rheo article's ``{label, properties}`` (§05),
     ``fact``/``text``
@@ -335,7 +335,7 @@ def read_fact(
         notes.append(f"fact {n}: properties were not an object; dropped them")
         properties = {}
     properties = {
-        _clean(str(k)): _plain(v) for k, v in properties.items() if v is not None and str(k).strip()
+        clean(str(k)): _plain(v) for k, v in properties.items() if v is not None and str(k).strip()
     }
     if len(json.dumps(properties, ensure_ascii=False)) > MAX_PROPERTIES_CHARS:
         notes.append(
@@ -411,7 +411,12 @@ def read_fact(
         properties=properties,
         confidence=_confidence(raw.get("confidence"), notes, n),
         reason=_text(raw.get("reason")),
-        due_at=_due(raw.get("due") or raw.get("due_at") or raw.get("deadline"), notes, n, tz),
+        due_at=_due(
+            raw.get("due") or raw.get("due_at") or raw.get("deadline"),
+            notes,
+            n,
+            now if now is not None else datetime.now(tz),
+        ),
     )
     return Candidate(
         fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation, scope=scope
@@ -433,11 +438,11 @@ def _relation(raw: dict[str, Any], notes: list[str], n: int) -> str | None:
 def _plain(value: Any) -> Any:
     """A property value as safe JSON: clean strings, finite numbers, nested the same way."""
     if isinstance(value, str):
-        return _clean(value)
+        return clean(value)
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
     if isinstance(value, dict):
-        return {_clean(str(k)): _plain(v) for k, v in value.items()}
+        return {clean(str(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
@@ -452,13 +457,15 @@ def parse_facts(
     key: str = "facts",
     limit: int = MAX_FACTS,
     tz: tzinfo = UTC,
+    now: datetime | None = None,
 ) -> Parsed:
     """Read up to ``limit`` facts from a model reply.
 
     ``known_ids`` maps the existing item ids the model was shown to their topics; references
     to others are dropped. ``turn_ids`` are the turns a digest fact may cite. ``person_text``
-    is what the person said, for the language check. The facts are under ``key`` in a JSON
-    object (or the reply is a bare list). Never raises: unreadable output gives no facts and a
+    is what the person said, for the language check; due dates are read against ``now`` (else
+    the current time in ``tz``: `read_fact`). The facts are under ``key`` in a JSON object (or
+    the reply is a bare list). Never raises: unreadable output gives no facts and a
     note.
     """
     parsed = Parsed()
@@ -504,6 +511,7 @@ def parse_facts(
             turn_ids=turn_ids,
             person_text=person_text,
             tz=tz,
+            now=now,
         )
         if candidate is not None:
             parsed.facts.append(candidate)

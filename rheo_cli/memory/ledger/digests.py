@@ -11,7 +11,7 @@ from typing import Any, overload
 
 from ..store.db import write
 from ..store.errors import NotFound
-from ..text.secrets import mask, mask_value
+from ..text.safety import mask, mask_value
 
 
 @dataclass(frozen=True)

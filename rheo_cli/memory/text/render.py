@@ -17,10 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .safety import INVISIBLE
 from .tokens import estimate
 
-_INVISIBLE = "\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff"
-"""Characters that show nothing; between ``=`` signs they would hide a run of them."""
+_INVISIBLE = INVISIBLE
+"""Characters that show nothing (`safety.INVISIBLE`); between ``=`` signs they would hide a
+run of them."""
 _EQUAL_SIGN = "=\ufe66\uff1d\u207c\u208c"
 """``=`` and the characters NFKC folds into it (small, fullwidth, super- and subscript)."""
 _EQUALS = re.compile(f"[{_EQUAL_SIGN}](?:[{_INVISIBLE}]*[{_EQUAL_SIGN}]){{2,}}")
