@@ -69,7 +69,7 @@ def client(
         os.environ.update(env)
         from fakeprovider import FakeProvider
 
-        from rheo_cli import runtime
+        from rheo_cli.app import app as runtime
         from rheo_cli.memory.context import assemble as assemble_mod
         from rheo_cli.turn.wiring import make_assistant
 
@@ -84,7 +84,7 @@ def client(
 
         assemble_mod.assemble = timed_assemble  # type: ignore[assignment]
         fake = FakeProvider(default=REPLY)
-        runtime.Runtime.provider = lambda self: fake  # type: ignore[method-assign]
+        runtime.App.provider = lambda self: fake  # type: ignore[method-assign]
         rt = runtime.build(environ=dict(os.environ))
         assistant = make_assistant(rt)
         rt.conn  # noqa: B018 - open (and check) the store before the clock starts

@@ -101,7 +101,7 @@ def _repl(home: Path, api: FakeAnthropic, turns: int, errors: list[str]) -> None
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.repl.app import run_repl
 
     os.environ.update(ANTHROPIC_BASE_URL=api.base_url, ANTHROPIC_API_KEY="test-key")

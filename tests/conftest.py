@@ -147,7 +147,7 @@ def as_tenant(conn: Any, profile: str) -> Any:
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeProvider:
     """The in-process fake model for every runtime built in this test (in-process commands
     only): queue replies with ``fake_model.add(...)``, read ``fake_model.requests``."""
-    from rheo_cli.runtime import Runtime
+    from rheo_cli.app.app import App as Runtime
 
     fake = FakeProvider()
     monkeypatch.setattr(Runtime, "provider", lambda self: fake)

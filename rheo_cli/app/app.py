@@ -1,7 +1,10 @@
-"""Wiring done once per process: profile, paths, config, clock, store and provider.
+"""`App`: what one command works with — profile, paths, config, clock, store and provider.
 
-Commands build one `Runtime` and ask it for what they need; the store is opened and the
-provider created only on first use, so commands that need no model never import an SDK.
+Front ends build one with `build` and use it as a context manager (``with build(...) as
+app:``), which closes what was opened. The store is opened and the provider created only on
+first use, so commands that need no model never import an SDK; opening the store only
+reads (sessions closed by time get their digest jobs when a turn or the background worker
+asks, `queue_closed_sessions`).
 """
 
 from __future__ import annotations
@@ -12,24 +15,23 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from . import clock as clock_mod
-from . import config as config_mod
-from . import config_keys
-from .errors import ConfigError, NoProviderConfigured, UsageError
-from .memory.ledger import closing
-from .memory.store import db
-from .memory.store.errors import EngineError, InvalidInput
-from .memory.store.profiles import DEFAULT_PROFILE, check_profile
-from .memory.store.settings import Settings
-from .paths import Paths, resolve
-from .providers import factory
+from .. import clock as clock_mod
+from .. import config as config_mod
+from .. import config_keys
+from ..errors import ConfigError, NoProviderConfigured, UsageError
+from ..memory.store import db
+from ..memory.store.errors import EngineError, InvalidInput
+from ..memory.store.profiles import DEFAULT_PROFILE, check_profile
+from ..memory.store.settings import Settings
+from ..paths import Paths, resolve
+from ..providers import factory
 
 if TYPE_CHECKING:
-    from .providers.base import Provider
+    from ..providers.base import Provider
 
 
 @dataclass
-class Runtime:
+class App:
     """What a command works with. ``choice`` is the chat provider and model (see
     `providers.factory`), None when nothing is configured (``choice_error`` says why);
     ``model`` is the chat model's name; ``assistant`` the assistant talked to (None: rheo
@@ -49,8 +51,6 @@ class Runtime:
     """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
-    queued_digests: list[int] = field(default_factory=list)
-    """Sessions closed by time whose digest job was queued when the store was opened."""
 
     @property
     def settings(self) -> Settings:
@@ -76,11 +76,8 @@ class Runtime:
         """The open store (opened, created and migrated on first use): the SQLite file, or
         the PostgreSQL database of `store_url` bound to this runtime's profile as its tenant
         (raises StoreError when it cannot be reached). With `redis_url`, memory writes
-        invalidate the Redis hot cache (installed here, once).
-
-        On opening, sessions of the profile closed by time alone get their digest job
-        (`closing.queue_closed_sessions`: one indexed read; a failure is left for the next run).
-        """
+        invalidate the Redis hot cache (installed here, once). Opening writes nothing but
+        what a new or older store needs (its schema)."""
         if self._conn is None:
             if self.store_url:
                 _require("postgres", "PostgreSQL needs psycopg")
@@ -88,11 +85,22 @@ class Runtime:
             else:
                 self._conn = db.open_store(self.paths.db)
             if self.redis_url:
-                from .cache import redis_hot
+                from ..cache import redis_hot
 
                 redis_hot.install(self.redis_url, ttl_s=self.config.redis_ttl_s)
-            self.queued_digests = queue_closed(self._conn, self.profile, self.now(), self.settings)
         return self._conn
+
+    def queue_closed_sessions(self) -> list[int]:
+        """Queue digest jobs for this profile's sessions closed by time alone (their last turn
+        is older than the gap); the session ids queued. Never raises: a locked, read-only or
+        unopenable store leaves them for the next turn or worker pass."""
+        from ..background.worker import queue_closed
+
+        try:
+            conn = self.conn
+        except (sqlite3.Error, EngineError):
+            return []
+        return queue_closed(conn, self.profile, self.now(), self.settings)
 
     def provider(self) -> Provider:
         """The chat provider (created on first use; its SDK is imported on its first call).
@@ -155,37 +163,34 @@ class Runtime:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
         self._provider = provider
 
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
-        """Close the store and the provider's connections if they were opened."""
+        """Close the store and the provider's connections if they were opened (again: a
+        no-op)."""
         if self._conn is not None:
             self._conn.close()
             self._conn = None
             if self.redis_url:
-                from .cache import redis_hot
+                from ..cache import redis_hot
 
                 redis_hot.uninstall()
         closer = getattr(self._provider, "close", None)
+        self._provider = None
         if callable(closer):
             closer()
 
 
 def _require(extra: str, what: str) -> None:
     """Raise ConfigError ``what: <install hint>`` when the optional ``extra`` is missing."""
-    from . import extras
+    from .. import extras
 
     if extras.missing(extra):
         raise ConfigError(f"{what}: {extras.install_hint(extra)}")
-
-
-def queue_closed(
-    conn: sqlite3.Connection, profile: str, now: datetime, settings: Settings
-) -> list[int]:
-    """Queue digest jobs for ``profile``'s sessions closed by time; the ids queued. Never
-    raises: a locked or read-only store just leaves them for the next run."""
-    try:
-        return closing.queue_closed_sessions(conn, profile=profile, now=now, gap_s=settings.gap_s)
-    except (sqlite3.Error, EngineError):
-        return []
 
 
 def build(
@@ -195,14 +200,14 @@ def build(
     provider: str | None = None,
     environ: dict[str, str] | None = None,
     assistant: str | None = None,
-) -> Runtime:
+) -> App:
     """Resolve everything from options and the environment (``provider``: ``--provider``,
     ``assistant``: ``--assistant``, else ``RHEO_ASSISTANT``; its ``model`` comes after the
     command-line options).
 
     Raises UsageError for a bad profile name, contradicting options or an assistant that
     config.toml does not name, ConfigError for a bad config file, RHEO_NOW or RHEO_PROVIDER.
-    No provider configured is not an error here: `Runtime.provider` reports it, so commands
+    No provider configured is not an error here: `App.provider` reports it, so commands
     that need no model still work.
     """
     env = dict(os.environ) if environ is None else environ
@@ -248,7 +253,7 @@ def build(
     store_url = _from_env("store.url", env) or cfg.store_url
     # A Redis URL the cache cannot use is one notice, never a refusal: memory goes on without it.
     redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
-    return Runtime(
+    return App(
         profile=name,
         paths=paths,
         config=cfg,

@@ -19,7 +19,7 @@ from ..memory.store.db import write
 from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..memory.text.safety import mask
-from ..runtime import Runtime
+from ..services import Services
 from . import extractors, facts, schemas
 
 TURN_TOKENS = 600
@@ -53,7 +53,7 @@ def _speaker(turn: ledger.Turn) -> str:
     return f"assistant ({name})" if name else "assistant"
 
 
-def run(rt: Runtime, job: Job, worker: str) -> list[str]:
+def run(rt: Services, job: Job, worker: str) -> list[str]:
     """Write the digest of session ``job.ref_id``; returns notes. Raises AllExtractorsFailed
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
@@ -101,7 +101,7 @@ def run(rt: Runtime, job: Job, worker: str) -> list[str]:
 
 
 def _store(
-    rt: Runtime,
+    rt: Services,
     job: Job,
     worker: str,
     session: sessions.Session,

@@ -20,7 +20,7 @@ from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..memory.text.safety import mask
-from ..runtime import Runtime
+from ..services import Services
 from . import extractors, facts, schemas
 
 KNOWN_LIMIT = 40
@@ -29,7 +29,7 @@ TURN_TOKENS = 1500
 """Each side of the exchange is clipped to about this many tokens for the extractor."""
 
 
-def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
+def exchange_of(rt: Services, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
     """The (person's turn, reply) pair a job refers to (``ref_id`` is the reply).
 
     The reply names its question (``meta.reply_to``), so two conversations at once are never
@@ -56,7 +56,7 @@ def exchange_of(rt: Runtime, job: Job) -> tuple[ledger.Turn, ledger.Turn]:
 
 
 def build_prompt(
-    rt: Runtime, person: ledger.Turn, reply: ledger.Turn, now: datetime
+    rt: Services, person: ledger.Turn, reply: ledger.Turn, now: datetime
 ) -> tuple[str, dict[int, str]]:
     """The extractor's user message and the known ids it may refer to (id -> topic).
 
@@ -97,7 +97,7 @@ def build_prompt(
     return "\n".join(lines), {i.id: i.topic for i in shown}
 
 
-def run(rt: Runtime, job: Job, worker: str) -> list[str]:
+def run(rt: Services, job: Job, worker: str) -> list[str]:
     """Extract facts for one exchange; returns the job's notes (repairs, drops, outcomes).
 
     Raises AllExtractorsFailed when no extractor answered (the job is retried later)."""

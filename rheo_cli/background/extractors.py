@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..providers import factory
 from ..providers.base import ChatRequest, Provider, ProviderError, SystemBlock, ToolSpec
-from ..runtime import Runtime
+from ..services import Services
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class AllExtractorsFailed(Exception):
     """Every extractor in the chain failed; the message lists each one's error."""
 
 
-def chain_for(rt: Runtime) -> list[Extractor]:
+def chain_for(rt: Services) -> list[Extractor]:
     """The configured chain, built by the provider factory: ``[extraction] model`` (on the
     chat provider when it names none), then each ``fallback`` (``"provider:model"``).
 

@@ -12,11 +12,11 @@ from ..memory.facts.remember import RELATIONS, Relation, remember
 from ..memory.facts.scope import ASSISTANT, assistant_in
 from ..memory.ledger import turns as ledger
 from ..memory.store.errors import InvalidInput, NotFound
-from ..runtime import Runtime
+from ..services import Services
 
 
 def store(
-    rt: Runtime,
+    rt: Services,
     candidates: list[Candidate],
     *,
     source: str,

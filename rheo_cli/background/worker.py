@@ -17,21 +17,24 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
 from ..memory import jobs
 from ..memory.store import db
 from ..memory.store.errors import EngineError
+from ..memory.store.settings import Settings
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
-from ..runtime import Runtime
+from ..services import Services
 from . import digest_job, extract_job
 from .extractors import AllExtractorsFailed
 
@@ -102,7 +105,7 @@ def holder_alive(holder: str) -> bool:
     return state not in ("Z", "X")
 
 
-def run_job(rt: Runtime, job: jobs.Job, worker: str) -> list[str]:
+def run_job(rt: Services, job: jobs.Job, worker: str) -> list[str]:
     """Run one job ``worker`` has claimed and mark it done (in the same transaction as its
     memory writes, so a retry never counts a fact twice); returns its notes. Raises on
     failure, LeaseLost (nothing written) when another worker took the job meanwhile."""
@@ -117,7 +120,7 @@ class Heartbeat:
     """Renews ``worker``'s lease on a job every third of ``lease_s`` from a thread with its
     own connection, while the job runs (a call may take an hour with retries)."""
 
-    def __init__(self, rt: Runtime, job_id: int, worker: str, lease_s: float) -> None:
+    def __init__(self, rt: Services, job_id: int, worker: str, lease_s: float) -> None:
         self.path = rt.paths.db
         self.url = getattr(rt, "store_url", None)
         self.tenant = rt.profile
@@ -164,7 +167,7 @@ class Heartbeat:
 
 
 def run_pending(
-    rt: Runtime,
+    rt: Services,
     *,
     profile: str | None = None,
     ignore_backoff: bool = False,
@@ -246,11 +249,24 @@ def run_pending(
             on_job(job, "done")
 
 
-def queue_closed_everywhere(rt: Runtime) -> list[int]:
+def queue_closed(
+    conn: sqlite3.Connection, profile: str, now: datetime, settings: Settings
+) -> list[int]:
+    """Queue digest jobs for ``profile``'s sessions closed by time (`closing.
+    queue_closed_sessions`: one indexed read); the session ids queued. Never raises: a locked
+    or read-only store just leaves them for the next run."""
+    from ..memory.ledger import closing
+
+    try:
+        return closing.queue_closed_sessions(conn, profile=profile, now=now, gap_s=settings.gap_s)
+    except (sqlite3.Error, EngineError):
+        return []
+
+
+def queue_closed_everywhere(rt: Services) -> list[int]:
     """Queue digest jobs for sessions closed by time in every profile the worker serves
     (`served_profile`); returns the session ids queued. Never raises."""
     from ..memory.ledger import closing
-    from ..runtime import queue_closed
 
     served = served_profile(rt)
     try:
@@ -278,13 +294,13 @@ def _unlock(handle: IO[str]) -> None:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def served_profile(rt: Runtime) -> str | None:
+def served_profile(rt: Services) -> str | None:
     """The profile whose jobs a worker of ``rt`` runs: on PostgreSQL its own (the connection
     sees one tenant, by row-level security), on SQLite None (every profile of the file)."""
     return rt.profile if getattr(rt, "store_url", None) else None
 
 
-def lock_name(rt: Runtime) -> str:
+def lock_name(rt: Services) -> str:
     """The worker lock's file name in RHEO_HOME: ``worker.lock`` for the SQLite file (one
     worker serves every profile), ``worker-PROFILE.lock`` on PostgreSQL (a worker serves its
     own tenant, so each profile's worker runs beside the others')."""
@@ -292,7 +308,7 @@ def lock_name(rt: Runtime) -> str:
     return "worker.lock" if served is None else f"worker-{served}.lock"
 
 
-def _lock_file(rt: Runtime) -> IO[str]:
+def _lock_file(rt: Services) -> IO[str]:
     from ..memory.store.db import ensure_private_dir
 
     ensure_private_dir(rt.paths.home)  # on PostgreSQL nothing else may have created it
@@ -304,7 +320,7 @@ def _lock_file(rt: Runtime) -> IO[str]:
 
 
 @contextlib.contextmanager
-def worker_lock(rt: Runtime) -> Iterator[None]:
+def worker_lock(rt: Services) -> Iterator[None]:
     """Hold the worker lock of RHEO_HOME, waiting for a running worker to let go of it (it
     does after each pass over the queue). ``rheo maintain`` and inline runs use it, so no two
     runners work on the queue at once."""
@@ -318,7 +334,7 @@ def worker_lock(rt: Runtime) -> Iterator[None]:
             _unlock(handle)
 
 
-def _wait_turn(rt: Runtime, handle: IO[str]) -> bool:
+def _wait_turn(rt: Services, handle: IO[str]) -> bool:
     """Wait for the worker lock on ``handle`` as the one waiting detached worker; False at
     once when another one already waits (it will run whatever this one would have)."""
     import fcntl
@@ -342,7 +358,7 @@ def _wait_turn(rt: Runtime, handle: IO[str]) -> bool:
 
 
 def detached_main(
-    rt: Runtime, *, idle_max_s: float = IDLE_MAX_S, poll_s: tuple[float, float] = POLL_S
+    rt: Services, *, idle_max_s: float = IDLE_MAX_S, poll_s: tuple[float, float] = POLL_S
 ) -> int:
     """The detached worker's loop: hold the lock, run every runnable job, let go of the lock;
     then sleep until the next job is due (``poll_s`` bounds each sleep, seconds) and look
@@ -370,7 +386,7 @@ def detached_main(
     return 0
 
 
-def spawn(rt: Runtime) -> None:
+def spawn(rt: Services) -> None:
     """Start a detached worker (its own session, no terminal) and return at once.
 
     It inherits the environment (RHEO_HOME, RHEO_NOW, the API settings) with RHEO_PROFILE set
@@ -394,7 +410,7 @@ def spawn(rt: Runtime) -> None:
         env["RHEO_PROVIDER"] = rt.choice.kind
     with log:
         subprocess.Popen(
-            [sys.executable, "-m", "rheo_cli.background", "--worker"],
+            [sys.executable, "-m", "rheo_cli.app.worker_process", "--worker"],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
@@ -404,7 +420,7 @@ def spawn(rt: Runtime) -> None:
         )
 
 
-def kick(rt: Runtime) -> None:
+def kick(rt: Services) -> None:
     """Get queued jobs running as ``RHEO_WORKER`` says: ``spawn`` (default, a detached
     process), ``inline`` (now, in this process), or ``off`` (leave them for
     ``rheo maintain``)."""
@@ -419,7 +435,7 @@ def kick(rt: Runtime) -> None:
         spawn(rt)
 
 
-def kick_background(rt: Runtime) -> None:
+def kick_background(rt: Services) -> None:
     """Start the background worker for queued jobs; never raises, because memory work must not
     disturb the chat ("no memory is better than a failed chat", Solid# article)."""
     with contextlib.suppress(Exception):

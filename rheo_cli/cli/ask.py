@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import sqlite3
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +14,10 @@ from .errors import command, say_error
 from .inputs import compose, read_stdin
 from .options import MAX_ID, AssistantOpt, Json, Model, New, Profile, ProviderOpt
 from .state import GLOBAL, runtime_for
+
+if TYPE_CHECKING:
+    from ..app.conversation import Outcome
+    from ..ui.stream import ReplyWriter
 
 
 def say_guidance(text: str) -> None:
@@ -109,117 +112,90 @@ def ask(
       rheo ask -c "and the week after?"      (same session, even after a pause)
       rheo ask --retry                        (the last question failed: send it again)
     """
-    rt = runtime_for(profile, model, provider, assistant_name)
-    rt.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
-    rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
-    signals.install()
-    from ..background.worker import kick_background
-    from ..memory.ledger import sessions as sessions_mod
-    from ..memory.ledger import turns as ledger
-    from ..memory.store.errors import StoreError
-    from ..turn.results import TurnFailed, TurnInterrupted, outcome_json
-    from ..turn.wiring import make_assistant
-    from ..ui.output import print_json
-    from ..ui.wording import (
-        NOTHING_TO_RETRY,
-        cut_line,
-        failed_line,
-        interrupted_line,
-        not_stored_line,
-    )
+    from ..app.conversation import Conversation, Notice, SendOptions, TextDelta
+    from ..ui.stream import ReplyWriter
 
     if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
         raise UsageError("use only one of --continue, --session, --new and --retry")
-    piped = None if retry and not text else read_stdin()
-    if retry and (text or (piped or "").strip()):
-        raise UsageError("--retry sends the stored question again: give no new one")
-    message = "" if retry else compose(text, piped)
-    backend = rt.provider()  # none configured: guidance, exit 2, nothing stored
-    backend.on_retry = lambda line: say_error(f"note: {line}")
-    question = None
-    session_id = None
-    if retry:
-        question = ledger.unanswered_question(rt.conn, rt.profile)
-        if question is None:
-            rt.close()
-            raise UsageError(NOTHING_TO_RETRY)
-    elif session is not None:
-        session_id = sessions_mod.session_by_number(rt.conn, rt.profile, session).id
-    elif cont:
-        try:
-            latest = sessions_mod.latest_session(rt.conn, rt.profile)
-        except (sqlite3.Error, StoreError):  # the turn answers without it, and says why
-            latest = None
-        session_id = latest.id if latest is not None else None
-    assistant = make_assistant(rt)
-    assistant.extra_system = system
-    assistant.incognito = incognito
-    rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
-    from ..ui.stream import ReplyWriter
-
-    writer = ReplyWriter(rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty())
-
-    def notes(ctx: object) -> None:
-        for note in getattr(ctx, "notes", []):
-            say_error(f"note: {note}")
-
-    try:
-        result = assistant.turn(
-            message,
-            new_session=new or GLOBAL.new,
-            on_text=None if json_out or no_stream else writer,
-            on_context=notes,
-            session_id=session_id,
-            question=question,
+    with runtime_for(profile, model, provider, assistant_name) as app:
+        app.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
+        app.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
+        signals.install()
+        piped = None if retry and not text else read_stdin()
+        if retry and (text or (piped or "").strip()):
+            raise UsageError("--retry sends the stored question again: give no new one")
+        message = "" if retry else compose(text, piped)
+        rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
+        writer = ReplyWriter(
+            rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty()
         )
-        if no_stream and not json_out:
-            writer(result.reply)
-        session_number = None
-        if json_out and result.user_turn.session_id:
-            # The number `rheo sessions list/show` and --session use (per profile).
-            numbers = sessions_mod.session_numbers(rt.conn, rt.profile)
-            session_number = numbers.get(result.user_turn.session_id)
-    except TurnInterrupted as exc:
-        writer.finish()
+        streaming = not (json_out or no_stream)
+
+        def on_event(event: object) -> None:
+            if isinstance(event, TextDelta):
+                if streaming:
+                    writer(event.text)
+            elif isinstance(event, Notice):
+                say_error(f"note: {event.text}")
+
+        options = SendOptions(
+            new_session=new or GLOBAL.new,
+            session=session,
+            continue_last=cont,
+            retry=retry,
+            system=system,
+            incognito=incognito,
+        )
+        try:
+            outcome = Conversation(app).send(message, options, on_event)
+            if outcome.status in ("ok", "cut") and not streaming and not json_out:
+                writer(outcome.reply)
+        finally:
+            writer.finish()
+    render_outcome(outcome, writer, json_out=json_out, usage=usage)
+
+
+def render_outcome(outcome: Outcome, writer: ReplyWriter, *, json_out: bool, usage: bool) -> None:
+    """Print what a turn ended in as ``rheo ask`` does (the reply itself went through
+    ``writer``): the ``--json`` object, one stderr line per note, ``-u``'s token line; raises typer.Exit with
+    the exit status of an interrupted (130, 143/129 on SIGTERM/SIGHUP) or failed (1) turn,
+    or of a reply that could not be written."""
+    from ..ui.output import print_json
+    from ..ui.wording import cut_line, failed_line, interrupted_line, not_stored_line
+
+    unstored = outcome.not_stored
+    if outcome.status == "interrupted":
         if json_out:
-            print_json(outcome_json(exc.user_turn, exc.turn, "interrupted"))
-        unstored = assistant.not_stored
+            print_json(outcome.to_json())
         say_error(
             f"interrupted; {not_stored_line(unstored)}"
             if unstored is not None
-            else interrupted_line(exc.turn.id)
+            else interrupted_line(outcome.reply_turn_id)
         )
-        raise typer.Exit(signals.exit_status(exc.cause)) from None
-    except TurnFailed as exc:
-        writer.finish()
+        raise typer.Exit(signals.exit_status(outcome.cause))
+    if outcome.status == "failed":
         if json_out:
-            print_json(outcome_json(exc.user_turn, exc.turn, str(exc.error)))
-        unstored = assistant.not_stored
+            print_json(outcome.to_json())
         say_error(
-            f"{exc.error}; {not_stored_line(unstored)}"
+            f"{outcome.error}; {not_stored_line(unstored)}"
             if unstored is not None and not unstored.reply_only
-            else failed_line(exc.error)
+            else failed_line(outcome.error)
         )
-        raise typer.Exit(int(ExitStatus.ERROR)) from None
-    finally:
-        writer.finish()
-        if not incognito:
-            kick_background(rt)
-        rt.close()
+        raise typer.Exit(int(ExitStatus.ERROR))
     if json_out:
-        print_json({**result.to_json(), "session_number": session_number})
-    if result.cut:
-        say_error(f"note: {cut_line(result)}")
-    if assistant.not_stored is not None:  # the reply came; memory could not keep it
-        say_error(f"note: {not_stored_line(assistant.not_stored)}")
+        print_json(outcome.to_json())
+    if outcome.cut:
+        say_error(f"note: {cut_line(outcome)}")
+    if unstored is not None:  # the reply came; memory could not keep it
+        say_error(f"note: {not_stored_line(unstored)}")
     if usage:
-        say_error(usage_line(result.usage))
+        say_error(usage_line(outcome.usage))
     if writer.write_error or sys.stdout is None:
         reason = writer.write_error or "stdout is closed"
         where = (
-            f"it is stored as turn #{result.assistant_turn.id}"
-            if result.assistant_turn.id
-            else "it was not stored" + (" (incognito)" if incognito else "")
+            f"it is stored as turn #{outcome.reply_turn_id}"
+            if outcome.reply_turn_id
+            else "it was not stored" + (" (incognito)" if outcome.incognito else "")
         )
         say_error(f"cannot write the reply ({reason}); {where}")
         raise typer.Exit(int(ExitStatus.ERROR))

@@ -173,7 +173,7 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
 
     store_url = os.environ.get("RHEO_DATABASE_URL", "").strip()
     try:  # whichever provider is configured or found; no key's value is ever shown
-        from .. import runtime
+        from ..app import app as runtime
 
         rt = runtime.build(profile=name)
         store_url = rt.store_url or ""

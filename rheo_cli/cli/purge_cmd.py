@@ -15,9 +15,9 @@ from .options import MAX_ID, Json, Profile
 from .state import runtime_for
 
 if TYPE_CHECKING:
+    from ..app.app import App as Runtime
     from ..memory.ledger.turns import Turn
     from ..memory.purge import Target
-    from ..runtime import Runtime
 
 WHAT_HELP = "turn, session, memory (an item) or profile."
 

@@ -26,7 +26,7 @@ def runtime_for(  # type: ignore[no-untyped-def]
     assistant: str | None = None,
 ):
     """Build the Runtime: a command's own options win over the global ones."""
-    from .. import runtime
+    from ..app import app as runtime
 
     chosen = profile if profile is not None else GLOBAL.profile
     return runtime.build(

@@ -22,6 +22,7 @@ import contextlib
 import secrets
 from typing import Any
 
+from ..app.app import App as Runtime
 from ..memory import due as due_rule
 from ..memory import jobs
 from ..memory.context.assemble import SEPARATOR
@@ -34,7 +35,6 @@ from ..memory.store.db import write
 from ..memory.store.errors import InvalidInput, NotFound
 from ..memory.store.timeutil import display
 from ..memory.text.render import entry
-from ..runtime import Runtime
 from .caller import CONTENT_MAX, Caller
 
 ACTIVE_OR_PAST = ("active", "superseded", "evicted", "done")

@@ -38,10 +38,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from ..app.app import App as Runtime
 from ..errors import RheoError
 from ..memory.facts.categories import CATEGORIES
 from ..memory.store.errors import EngineError
-from ..runtime import Runtime
 from .caller import CONTENT_MAX, Caller
 
 if TYPE_CHECKING:

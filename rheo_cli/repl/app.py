@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from ..runtime import Runtime
+from ..app.app import App as Runtime
 from ..ui.signals import Terminated
 from . import commands
 
@@ -83,7 +83,7 @@ def run_repl(
 ) -> None:
     """Run the REPL until ``/exit`` or Ctrl-D. ``input``/``output`` are prompt-toolkit's (tests
     pass a pipe input and a dummy output); replies and notices go to ``out`` (stdout)."""
-    from ..turn.wiring import make_assistant
+    from ..app.conversation import Conversation
 
     stream = out or sys.stdout
     show_rendered = stream.isatty() if rendered is None else rendered
@@ -91,7 +91,7 @@ def run_repl(
 
     state = commands.ReplState(
         rt=rt,
-        assistant=make_assistant(rt),
+        conversation=Conversation(rt),
         out=stream,
         rendered=show_rendered,
         force_new=new_session,
@@ -100,7 +100,7 @@ def run_repl(
     session = make_session(rt, input=input, output=output, completer=completer)
     who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
     state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
-    if rt.provider_ready() is None and _store_opens(rt) and rt.queued_digests:
+    if rt.provider_ready() is None and _store_opens(rt) and rt.queue_closed_sessions():
         # A session closed by time while nobody was here: summarise it in the background.
         from ..background.worker import kick_background
 

@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..app.app import App as Runtime
+from ..app.conversation import Conversation
+from ..errors import RheoError
 from ..memory.store.errors import StoreError
-from ..runtime import Runtime
-from ..turn.assistant import Assistant
-from ..turn.record import SessionPurged
-from ..turn.results import TurnFailed, TurnInterrupted
 
 HELP = """\
 /help             this list
@@ -56,7 +55,7 @@ class ReplState:
     """The REPL's state between lines."""
 
     rt: Runtime
-    assistant: Assistant
+    conversation: Conversation
     out: TextIO
     rendered: bool
     force_new: bool = False
@@ -78,12 +77,13 @@ def _notes(state: ReplState, notes: list[str]) -> None:
         state.say(f"rheo: note: {note}")
 
 
-def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
+def run_turn(state: ReplState, text: str, *, retry: bool = False) -> None:
     """Send ``text`` to the model and show the streamed reply; errors become one line.
 
     With no provider configured nothing is stored and the setup guidance is shown instead.
-    ``question`` (a stored user turn) is sent again instead of storing ``text`` (/retry)."""
-    from ..background.worker import kick_background
+    ``retry``: send the last unanswered question again instead (/retry)."""
+    from ..app.conversation import Notice, SendOptions, TextDelta
+    from ..ui.signals import Terminated
     from ..ui.stream import ReplyWriter
     from ..ui.wording import cut_line, failed_line, interrupted_line, not_stored_line
 
@@ -94,63 +94,59 @@ def run_turn(state: ReplState, text: str, *, question: object = None) -> None:
     writer = ReplyWriter(
         rendered=state.rendered, out=state.out, spinner=state.rendered, spinner_out=state.out
     )
-    new = state.force_new
+
+    def on_event(event: object) -> None:
+        if isinstance(event, TextDelta):
+            writer(event.text)
+        elif isinstance(event, Notice):
+            _notes(state, [event.text])
+
+    options = SendOptions(new_session=state.force_new, retry=retry, incognito=state.incognito)
     state.force_new = False
     try:
-        result = state.assistant.turn(
-            text,
-            new_session=new,
-            on_text=writer,
-            on_context=lambda ctx: _notes(state, ctx.notes),
-            question=question,  # type: ignore[arg-type]
-        )
+        outcome = state.conversation.send("" if retry else text, options, on_event)
+    except RheoError as exc:  # nothing to retry, an unreadable prompt file, a purge meanwhile
         writer.finish()
-        if result.cut:
-            _notes(state, [cut_line(result)])
-        if state.assistant.not_stored is not None:  # the reply came; memory could not keep it
-            _notes(state, [not_stored_line(state.assistant.not_stored)])
-    except TurnInterrupted as exc:
-        writer.finish()
-        unstored = state.assistant.not_stored
-        if unstored is not None:
-            state.say(f"\nrheo: interrupted; {not_stored_line(unstored)}")
-        elif exc.turn.id:
-            state.say("\n" + interrupted_line(exc.turn.id))
-        else:
-            state.say("\n[interrupted — the partial reply is not stored (incognito)]")
-        from ..ui.signals import Terminated
-
-        if isinstance(exc.cause, Terminated):
-            raise exc.cause from None
-    except TurnFailed as exc:
-        writer.finish()
-        unstored = state.assistant.not_stored
-        if unstored is not None and not unstored.reply_only:
-            state.say(f"rheo: {exc.error}; {not_stored_line(unstored)}")
-        else:
-            state.say(f"rheo: {failed_line(exc.error)}")
+        state.say(f"rheo: {exc}")
+        return
     except (sqlite3.Error, StoreError) as exc:  # busy past the timeout, a newer store
         writer.finish()
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
-    except SessionPurged as exc:  # `rheo purge` ran meanwhile: say so, keep the REPL
-        writer.finish()
-        state.say(f"rheo: {exc}")
-    finally:
-        if not state.incognito:
-            kick_background(state.rt)
+        return
+    writer.finish()
+    unstored = outcome.not_stored
+    if outcome.status == "interrupted":
+        if unstored is not None:
+            state.say(f"\nrheo: interrupted; {not_stored_line(unstored)}")
+        elif outcome.reply_turn_id:
+            state.say("\n" + interrupted_line(outcome.reply_turn_id))
+        else:
+            state.say("\n[interrupted — the partial reply is not stored (incognito)]")
+        if isinstance(outcome.cause, Terminated):
+            raise outcome.cause from None
+    elif outcome.status == "failed":
+        if unstored is not None and not unstored.reply_only:
+            state.say(f"rheo: {outcome.error}; {not_stored_line(unstored)}")
+        else:
+            state.say(f"rheo: {failed_line(outcome.error)}")
+    else:
+        if outcome.cut:
+            _notes(state, [cut_line(outcome)])
+        if unstored is not None:  # the reply came; memory could not keep it
+            _notes(state, [not_stored_line(unstored)])
 
 
 def _retry(state: ReplState, arg: str) -> None:
-    from ..memory.ledger import turns as ledger
     from ..ui.output import preview
-    from ..ui.wording import NOTHING_TO_RETRY
 
-    question = ledger.unanswered_question(state.rt.conn, state.rt.profile)
+    question = state.conversation.unanswered_question()
     if question is None:
+        from ..app.conversation import NOTHING_TO_RETRY
+
         state.say(f"rheo: {NOTHING_TO_RETRY}")
         return
-    state.say(f"retrying: {preview(question.content, 80)}")
-    run_turn(state, question.content, question=question)
+    state.say(f"retrying: {preview(question, 80)}")
+    run_turn(state, "", retry=True)
 
 
 def _new(state: ReplState, arg: str) -> None:
@@ -165,7 +161,6 @@ def _incognito(state: ReplState, arg: str) -> None:
         return
     wanted = {"on": True, "off": False}.get(choice, not state.incognito)
     state.incognito = wanted
-    state.assistant.incognito = wanted
     if wanted:
         state.say(
             "Incognito: from now on nothing is stored or learnt (memory is still read). "

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..app.app import App as Runtime
+from ..app.app import build
 from ..errors import ConfigError, RheoError, UsageError
 from ..memory.ledger import turns as ledger
 from ..memory.store.errors import EngineError, NotFound
 from ..memory.text.safety import redact
-from ..runtime import Runtime, build
 from . import format as tg_format
 
 RECENT_TURNS = 50
@@ -175,31 +176,53 @@ class TelegramBot:
             for t in ledger.recent_turns(rt.conn, rt.profile, RECENT_TURNS)
         )
 
-    async def answer(self, rt: Runtime, chat_id: int, user_turn: ledger.Turn) -> None:
-        """Run the model for a stored question and send the reply (or one line on failure)."""
-        from ..background.worker import kick_background
-        from ..turn.results import TurnFailed, TurnInterrupted
-        from ..turn.wiring import make_assistant
+    async def answer(
+        self,
+        rt: Runtime,
+        chat_id: int,
+        text: str = "",
+        *,
+        question_id: int | None = None,
+        new_session: bool = False,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Store ``text`` with ``meta`` (or take the stored question ``question_id``), run the
+        model and send the reply — or one line saying why there is none."""
+        from ..app.conversation import Conversation, SendOptions
+        from ..ui.wording import not_stored_line
 
-        assistant = make_assistant(rt)
+        options = SendOptions(new_session=new_session, question_id=question_id, meta=meta)
         with contextlib.suppress(Exception):
             await self.bot.send_chat_action(chat_id, "typing")
         try:
-            result = await asyncio.to_thread(assistant.respond, user_turn)
-        except TurnFailed as exc:
-            self.log(f"chat {chat_id}: the model call failed: {exc.error}")
-            await self.send(
-                chat_id,
-                f"The model call failed ({exc.error}). Your message is kept: send /retry to "
-                "try again.",
+            outcome = await asyncio.to_thread(Conversation(rt).send, text, options)
+        except (RheoError, EngineError) as exc:
+            self.log(f"chat {chat_id}: {self.clean(exc)}")
+            await self.send_plain(chat_id, f"Sorry, I could not answer: {self.clean(exc)}")
+            return
+        except Exception as exc:  # noqa: BLE001 - a store that stayed busy, a newer store
+            self.log(f"chat {chat_id}: the message could not be stored: {self.clean(exc)}")
+            await self.send_plain(
+                chat_id, "Sorry, your message could not be stored just now; send it again."
             )
             return
-        except TurnInterrupted:
+        if outcome.status == "failed":
+            self.log(f"chat {chat_id}: the model call failed: {outcome.error}")
+            await self.send(
+                chat_id,
+                f"The model call failed ({outcome.error}). Your message is kept: send /retry "
+                "to try again.",
+            )
+            return
+        if outcome.status == "interrupted":
             await self.send(chat_id, "The reply was interrupted; send /retry to try again.")
             return
-        finally:
-            kick_background(rt)
-        await self.send(chat_id, result.reply)
+        reply = outcome.reply
+        if outcome.cut:
+            reply += "\n\n_(cut at the output limit: the reply is incomplete)_"
+        if outcome.not_stored is not None:
+            reply += f"\n\n_({not_stored_line(outcome.not_stored)})_"
+        await self.send(chat_id, reply)
 
     async def handle(self, update: Any) -> None:
         """One update: refuse unknown chats, run commands, or store and answer a message."""
@@ -224,10 +247,8 @@ class TelegramBot:
         stored = self.stored_question(rt, chat_id, update.update_id)
         if stored is not None:
             if not self.has_reply(rt, stored):
-                await self.answer(rt, chat_id, stored)
+                await self.answer(rt, chat_id, question_id=stored.id)
             return
-        from ..turn.wiring import make_assistant
-
         meta = {
             "telegram": {
                 "chat_id": chat_id,
@@ -235,13 +256,9 @@ class TelegramBot:
                 "message_id": message.message_id,
             }
         }
-        user_turn = (
-            make_assistant(rt)
-            .store_message(text, new_session=chat_id in self.fresh_session, meta=meta)
-            .turn
-        )
+        fresh = chat_id in self.fresh_session
         self.fresh_session.discard(chat_id)
-        await self.answer(rt, chat_id, user_turn)
+        await self.answer(rt, chat_id, text, new_session=fresh, meta=meta)
 
     async def command(self, chat_id: int, profile: str, text: str) -> None:
         """``/start``, ``/help``, ``/new``, ``/memory``, ``/items``, ``/forget ID``,
@@ -316,7 +333,7 @@ class TelegramBot:
                 if replies and replies[0].status == "ok":
                     await self.send_plain(chat_id, "Your last message was answered already.")
                     return
-                await self.answer(rt, chat_id, turn)
+                await self.answer(rt, chat_id, question_id=turn.id)
                 return
         await self.send_plain(chat_id, "There is nothing to retry.")
 
@@ -329,7 +346,7 @@ class TelegramBot:
                 continue
             tg = recent[0].meta.get("telegram")
             if recent[0].role == "user" and isinstance(tg, dict) and tg.get("chat_id") == chat_id:
-                await self.answer(rt, chat_id, recent[0])
+                await self.answer(rt, chat_id, question_id=recent[0].id)
 
     # -- the loop ---------------------------------------------------------------------------
 

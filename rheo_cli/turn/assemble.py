@@ -11,7 +11,7 @@ from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
 from ..memory.store.errors import EngineError
 from ..providers.base import ChatRequest
-from ..runtime import Runtime
+from ..services import Services
 from .request import build_request
 
 
@@ -20,7 +20,7 @@ class _NoMemory(Exception):
 
 
 def compose(
-    rt: Runtime,
+    rt: Services,
     user_turn: ledger.Turn,
     *,
     budget: int | None = None,

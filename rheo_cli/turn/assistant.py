@@ -25,7 +25,7 @@ from ..memory.ledger import turns as ledger
 from ..memory.store.errors import NewerStore, StoreError
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ChatRequest, Provider, ProviderError, ToolCall
-from ..runtime import Runtime
+from ..services import Services
 from . import assemble, store
 from .converse import Reply, converse
 from .record import record_reply
@@ -39,7 +39,7 @@ class Assistant:
 
     def __init__(
         self,
-        rt: Runtime,
+        rt: Services,
         *,
         tools: list[Any] | None = None,
         run_tool: ToolRunner | None = None,
@@ -88,7 +88,7 @@ class Assistant:
         )
         if appended.closed_session is not None and self.on_session_closed is not None:
             # The turn is stored; a digest job not queued now is queued the next time the
-            # store is opened (`runtime.queue_closed`).
+            # next turn or worker pass finds it (`App.queue_closed_sessions`).
             with contextlib.suppress(sqlite3.Error, StoreError):
                 self.on_session_closed(appended.closed_session.id)
         if self.on_message is not None:
@@ -123,11 +123,12 @@ class Assistant:
         provider: Provider | None = None,
         session_id: int | None = None,
         question: ledger.Turn | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> TurnResult:
-        """Run one turn: store ``message``, then `respond` to it. ``on_text`` receives reply
-        text as it streams. ``session_id`` joins that session (the store's id) whatever the
-        gap; ``question`` re-sends an already stored user turn (a retry) instead of storing
-        ``message``.
+        """Run one turn: store ``message`` (with ``meta``), then `respond` to it. ``on_text``
+        receives reply text as it streams. ``session_id`` joins that session (the store's
+        id) whatever the gap; ``question`` re-sends an already stored user turn (a retry)
+        instead of storing ``message``.
 
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
@@ -145,7 +146,7 @@ class Assistant:
         else:
             try:
                 user_turn = self.store_message(
-                    message, new_session=new_session, session_id=session_id
+                    message, new_session=new_session, session_id=session_id, meta=meta
                 ).turn
             except (sqlite3.Error, StoreError) as exc:
                 if isinstance(exc, NewerStore) or _busy(exc):

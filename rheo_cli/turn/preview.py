@@ -8,14 +8,14 @@ from typing import Any
 
 from ..memory.facts import hotcache, requests
 from ..memory.store.db import tentative
-from ..runtime import Runtime
+from ..services import Services
 from .assemble import compose
 from .store import store_message
 from .wiring import honour_requests
 
 
 def preview(
-    rt: Runtime,
+    rt: Services,
     message: str,
     *,
     budget: int | None = None,

@@ -13,7 +13,7 @@ from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
 from ..providers.redact import redact
-from ..runtime import Runtime
+from ..services import Services
 from .converse import Reply
 
 _FINISHED = ("", "end_turn", "tool_use", "stop_sequence")
@@ -21,7 +21,7 @@ _FINISHED = ("", "end_turn", "tool_use", "stop_sequence")
 
 
 def record_reply(
-    rt: Runtime,
+    rt: Services,
     user_turn: ledger.Turn,
     reply: Reply,
     status: str,

@@ -8,14 +8,14 @@ from typing import Any
 
 from ..memory.ledger import turns as ledger
 from ..memory.store import health
-from ..runtime import Runtime
+from ..services import Services
 
 _NOT_THE_INDEX = ("locked", "busy", "readonly", "read-only", "full")
 """Words of errors a rebuilt search index cannot help with (a lock, a read-only or full disk)."""
 
 
 def store_message(
-    rt: Runtime,
+    rt: Services,
     message: str,
     *,
     new_session: bool = False,

@@ -27,7 +27,7 @@ from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import display
 from ..memory.text.render import entry
 from ..providers.base import ToolCall, ToolSpec
-from ..runtime import Runtime
+from ..services import Services
 
 WRITE_MEMORY = ToolSpec(
     name="write_memory",
@@ -116,7 +116,7 @@ MAX_WRITES_PER_TURN = 5
 """At most this many facts one turn's tool calls may write (a runaway loop evicts nothing)."""
 
 
-def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+def _write_memory(rt: Services, data: dict[str, Any], turn: ledger.Turn) -> str:
     if writes_from_turn(rt.conn, turn.id) >= MAX_WRITES_PER_TURN:
         return f"not stored: at most {MAX_WRITES_PER_TURN} memories per message"
     notes: list[str] = []
@@ -143,7 +143,7 @@ def _write_memory(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     return outcome.describe() + (f" ({'; '.join(notes)})" if notes else "")
 
 
-def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+def _memory_search(rt: Services, data: dict[str, Any], turn: ledger.Turn) -> str:
     query = str(data.get("query", ""))
     statuses = ("active", "superseded", "evicted", "done")  # never what the person retracted
     found = item_store.search_items(
@@ -167,7 +167,7 @@ def _memory_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
     )
 
 
-def _chat_search(rt: Runtime, data: dict[str, Any], turn: ledger.Turn) -> str:
+def _chat_search(rt: Services, data: dict[str, Any], turn: ledger.Turn) -> str:
     query = str(data.get("query", ""))
     try:
         limit = max(1, min(20, int(data.get("limit", 8))))
@@ -190,7 +190,7 @@ _RUNNERS = {
 }
 
 
-def run_tool(rt: Runtime, call: ToolCall, turn: ledger.Turn) -> str:
+def run_tool(rt: Services, call: ToolCall, turn: ledger.Turn) -> str:
     """Run one tool call made during ``turn`` (the person's stored turn); returns the text
     result for the model. Errors become a result text, never an exception."""
     runner = _RUNNERS.get(call.name)

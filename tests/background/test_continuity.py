@@ -98,7 +98,7 @@ def run_rheo_worker(env):
     from helpers import REPO
 
     return subprocess.run(
-        [sys.executable, "-m", "rheo_cli.background", "--worker"],
+        [sys.executable, "-m", "rheo_cli.app.worker_process", "--worker"],
         env=netguard.subprocess_env(env),
         capture_output=True,
         timeout=60,
@@ -128,7 +128,7 @@ def test_repl_left_open_across_the_gap_sees_the_morning(api, home):
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.repl.app import run_repl
 
     route(api, chat=text(ANSWER), digest=error(529, "overloaded_error", "Overloaded"))

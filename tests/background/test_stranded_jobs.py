@@ -19,7 +19,7 @@ from conftest import pg_schema_url
 from fakeapi import text
 from helpers import REPO, api_env, db_rows, facts_reply, route
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.background import worker
 
 
@@ -40,7 +40,7 @@ def until_waiting_or_gone(lock: Path, thread: threading.Thread) -> bool:
     return False
 
 
-def statuses(rt: runtime.Runtime, profile: str) -> list[str]:
+def statuses(rt: runtime.App, profile: str) -> list[str]:
     rows = rt.conn.execute(
         "SELECT status FROM jobs WHERE profile = ? ORDER BY id", (profile,)
     ).fetchall()

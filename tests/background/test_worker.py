@@ -55,7 +55,7 @@ def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, mon
     route(api, chat=text("ok"), extract=hang(30))
     assert rheo("ask", "I live in Braga.").exit_code == 0  # in-process; the worker is the point
     worker = subprocess.Popen(
-        [sys.executable, "-m", "rheo_cli.background", "--worker"],
+        [sys.executable, "-m", "rheo_cli.app.worker_process", "--worker"],
         env=netguard.subprocess_env(_env(api, home)),
         cwd=str(REPO),
         stdout=subprocess.DEVNULL,
@@ -82,7 +82,7 @@ def test_only_one_detached_worker_runs_at_a_time(api, home, rheo):
         assert rheo("ask", f"fact number {n}").exit_code == 0  # in-process; RHEO_WORKER=off
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "rheo_cli.background", "--worker"],
+            [sys.executable, "-m", "rheo_cli.app.worker_process", "--worker"],
             env=netguard.subprocess_env(_env(api, home)),
             cwd=str(REPO),
         )

@@ -297,7 +297,7 @@ def test_session_and_job_numbers_are_per_profile(rheo, api, home):
 
 
 def test_jobs_list_shows_the_last_attempt_not_an_earlier_error(rheo, home):
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.cli.digests_cmd import job_line
     from rheo_cli.memory import jobs
 

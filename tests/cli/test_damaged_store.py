@@ -15,7 +15,7 @@ from helpers import db_rows, facts_reply, route
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.memory.store import health
 from rheo_cli.repl.app import run_repl
 
@@ -164,7 +164,7 @@ def test_background_work_on_a_full_disk_fails_cleanly_and_the_chat_goes_on(
     assert (home / "rheo.db").stat().st_size > 65536
     before = db_rows(home, "SELECT id, status, attempts FROM jobs ORDER BY id")
     env = netguard.subprocess_env(api_env(api, home, RHEO_WORKER="off"))
-    for args in (["-m", "rheo_cli", "maintain"], ["-m", "rheo_cli.background", "--worker"]):
+    for args in (["-m", "rheo_cli", "maintain"], ["-m", "rheo_cli.app.worker_process", "--worker"]):
         proc = subprocess.run(
             [sys.executable, *args],
             env=env,

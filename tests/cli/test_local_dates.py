@@ -68,7 +68,7 @@ def run_repl(keys: str) -> str:
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.repl.app import run_repl as repl
 
     out = io.StringIO()
@@ -99,7 +99,7 @@ def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkey
     assert "[2026-12-03 00:10] user: Just after midnight" in session["text"]
     assert "Thursday 3 December 2026, 00:20 (UTC+10:00, AEST)" in shown["system"][1]["text"]
     # Memory tools answer in local time too.
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.memory.ledger import turns as ledger
     from rheo_cli.providers.base import ToolCall
     from rheo_cli.turn.tools import run_tool

@@ -141,7 +141,7 @@ def test_repl_incognito_toggle(api, home):
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.repl.app import run_repl
 
     api.queue(text("one"), text("two"), text("three"))

@@ -25,7 +25,7 @@ from helpers import REPO, api_env, db_rows, request_text
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.repl.app import run_repl
 
 NOW = "2026-03-04T10:05:00+00:00"

@@ -40,7 +40,7 @@ def test_purging_a_profile_names_it_once(rheo):
 
 
 def test_a_job_done_without_a_retry_says_done(rheo, home):
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.cli.digests_cmd import job_line
     from rheo_cli.memory import jobs
 

@@ -408,7 +408,7 @@ def test_tools_have_plain_descriptions_and_no_output_schema(home: Path) -> None:
 def test_the_memory_engine_is_imported_on_the_first_tool_call(home: Path) -> None:
     code = (
         "import sys\n"
-        "from rheo_cli.runtime import build\n"
+        "from rheo_cli.app.app import build\n"
         "from rheo_cli.mcpserver.server import build as server\n"
         "server(build())\n"
         "print(sorted(m for m in sys.modules if m.startswith(('rheo_cli.memory.facts.items',"

@@ -15,7 +15,7 @@ import pytest
 from fakeapi import error, text
 from helpers import REPO, api_env, db_rows, facts_reply, kind_of, route
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.background import digest_job, worker
 from rheo_cli.memory import jobs
 from rheo_cli.memory.store import db

@@ -225,7 +225,7 @@ def test_every_extractor_down_leaves_the_chat_alone_and_stores_nothing(
 
 
 def test_runtime_provider_raises_guidance_before_the_repl(home):
-    from rheo_cli import runtime
+    from rheo_cli.app import app as runtime
     from rheo_cli.errors import NoProviderConfigured
 
     rt = runtime.build(environ={**os.environ, "PATH": "/nonexistent"})

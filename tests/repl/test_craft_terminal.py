@@ -23,7 +23,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.output.vt100 import Vt100_Output
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.repl.app import run_repl
 from rheo_cli.ui import stream
 from rheo_cli.ui.stream import ReplyWriter

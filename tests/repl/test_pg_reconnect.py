@@ -19,7 +19,7 @@ from fakeapi import text
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.db import write

@@ -11,7 +11,7 @@ from helpers import db_rows
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from rheo_cli import runtime
+from rheo_cli.app import app as runtime
 from rheo_cli.repl.app import run_repl
 
 

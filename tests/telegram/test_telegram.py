@@ -180,7 +180,7 @@ class CrashingModel(FakeProvider):
 def test_a_crash_mid_turn_loses_nothing_and_stores_nothing_twice(
     rheo, home, tg, monkeypatch: pytest.MonkeyPatch
 ):
-    from rheo_cli.runtime import Runtime
+    from rheo_cli.app.app import App as Runtime
     from rheo_cli.telegram.bot import TelegramBot, settings_from
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
@@ -189,7 +189,7 @@ def test_a_crash_mid_turn_loses_nothing_and_stores_nothing_twice(
     update_id = tg.send_text(ALLOWED, "the question that must not be lost")
 
     def run_bot() -> None:
-        from rheo_cli import runtime
+        from rheo_cli.app import app as runtime
 
         rt = runtime.build()
         bot = TelegramBot(settings_from(rt), home=rt.paths.home, log=lambda line: None)

@@ -1,25 +1,26 @@
-"""``python -m rheo_cli.background --worker``: the detached worker process."""
+"""``python -m rheo_cli.app.worker_process --worker``: the detached background worker
+process (`background.worker.spawn` starts it)."""
 
 from __future__ import annotations
 
 import sqlite3
 import sys
 
-from .. import runtime
 from ..errors import RheoError
 from ..memory.store.errors import EngineError
+from . import app as app_mod
 
 
 def main() -> int:
     """Run the detached worker for RHEO_HOME; exit quietly when there is nothing to do."""
     if sys.argv[1:] != ["--worker"]:
-        sys.stderr.write("usage: python -m rheo_cli.background --worker\n")
+        sys.stderr.write("usage: python -m rheo_cli.app.worker_process --worker\n")
         return 2
-    from .worker import detached_main
+    from ..background.worker import detached_main
 
     try:
-        rt = runtime.build()
-        return detached_main(rt)
+        with app_mod.build() as rt:
+            return detached_main(rt)
     except (RheoError, EngineError, sqlite3.Error, OSError) as exc:
         # e.g. a full disk: the job keeps its lease and is taken over by the next run
         sys.stderr.write(f"rheo worker: {' '.join(str(exc).split())}\n")
