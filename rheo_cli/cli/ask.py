@@ -157,9 +157,9 @@ def ask(
 
 def render_outcome(outcome: Outcome, writer: ReplyWriter, *, json_out: bool, usage: bool) -> None:
     """Print what a turn ended in as ``rheo ask`` does (the reply itself went through
-    ``writer``): the ``--json`` object, one stderr line per note, ``-u``'s token line; raises typer.Exit with
-    the exit status of an interrupted (130, 143/129 on SIGTERM/SIGHUP) or failed (1) turn,
-    or of a reply that could not be written."""
+    ``writer``): the ``--json`` object, one stderr line per note, ``-u``'s token line.
+    Raises typer.Exit with the exit status of an interrupted (130, 143/129 on SIGTERM or
+    SIGHUP) or failed (1) turn, or of a reply that could not be written."""
     from ..ui.output import print_json
     from ..ui.wording import cut_line, failed_line, interrupted_line, not_stored_line
 
