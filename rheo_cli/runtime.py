@@ -17,7 +17,7 @@ from . import config as config_mod
 from . import config_keys
 from .errors import ConfigError, NoProviderConfigured, UsageError
 from .memory.ledger import closing
-from .memory.store import db
+from .memory.store import db, health
 from .memory.store.errors import EngineError, InvalidInput
 from .memory.store.profiles import DEFAULT_PROFILE, check_profile
 from .memory.store.settings import Settings
@@ -87,6 +87,8 @@ class Runtime:
                 self._conn = db.open_url(self.store_url, tenant=self.profile)
             else:
                 self._conn = db.open_store(self.paths.db)
+                if _say_repair not in health.REPAIR_NOTICES:
+                    health.REPAIR_NOTICES.append(_say_repair)
             if self.redis_url:
                 from .cache import redis_hot
 
@@ -167,6 +169,14 @@ class Runtime:
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()
+
+
+def _say_repair(line: str) -> None:
+    """A search index rebuilt so that a write could go through: one note on stderr."""
+    import sys
+
+    text = "".join(c if c.isprintable() else " " for c in line)  # SQLite's words, index names
+    sys.stderr.write(f"rheo: note: {' '.join(text.split())}\n")
 
 
 def _require(extra: str, what: str) -> None:

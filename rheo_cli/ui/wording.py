@@ -101,6 +101,11 @@ def database_message(exc: sqlite3.Error) -> str:
         return "the database stayed busy: another process held it for more than 30 s; try again"
     if "readonly" in lowered or "read-only" in lowered:
         return "cannot write the database: it is read-only (check its permissions)"
+    if "vtable constructor failed" in lowered or "fts5" in lowered:
+        return (
+            f"a search index is damaged ({text}); 'rheo doctor --repair' rebuilds it from "
+            "the stored rows"
+        )
     if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
         return f"the database is damaged ({text}); 'rheo paths' shows where it is"
     if "disk i/o" in lowered or "full" in lowered:
