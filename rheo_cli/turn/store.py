@@ -47,6 +47,8 @@ def store_message(
             meta=meta,
         )
 
+    if (lost := rt.mend_lost_wal()) is not None and repairs is not None:
+        repairs.append(lost)
     mended = None
     with contextlib.suppress(sqlite3.Error, MemoryError):  # a store that cannot be read fails below
         mended = health.mend_unopenable(rt.conn, notify=False)

@@ -6,11 +6,12 @@ reads the table and never changes a row of the ledger.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .db import write
+from .db import BUSY_TIMEOUT_S, write
 from .migrations import CJK_GLOB
 from .pg import dialect
 
@@ -71,12 +72,146 @@ def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     return [] if rows == ["ok"] else rows[:20]
 
 
+def read_only(conn: sqlite3.Connection) -> str | None:
+    """Why the store cannot be written (SQLite's words), or None when it can: a write that
+    changes nothing is tried and rolled back (a read-only file or folder, a read-only
+    mount). Another process's lock is not read-only: None."""
+    if conn.in_transaction:
+        return None
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM fts_deferred WHERE 0")
+    except sqlite3.DatabaseError as exc:
+        lowered = str(exc).lower()
+        if "readonly" in lowered or "read-only" in lowered:
+            return _one_line(exc)
+        return None
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _template() -> tuple[tuple[str, str, str, str], ...]:
+    """The current schema's tables, indexes and triggers (type, name, table, SQL), as a new
+    store has them: every migration run on an in-memory database."""
+    from .migrations import migrate
+
+    scratch = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(scratch)
+        return tuple(
+            (str(t), str(n), str(tbl), str(sql))
+            for t, n, tbl, sql in scratch.execute(
+                "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL "
+                "AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+            )
+        )
+    finally:
+        scratch.close()
+
+
+def _plain_tables(template: tuple[tuple[str, str, str, str], ...]) -> list[str]:
+    """The template's ordinary tables: not the FTS5 indexes nor their shadow tables."""
+    shadows = tuple(f"{name}_" for name in FTS_INDEXES)
+    return [
+        name
+        for kind, name, _table, sql in template
+        if kind == "table"
+        and not sql.upper().startswith("CREATE VIRTUAL")
+        and not name.startswith(shadows)
+    ]
+
+
 def missing_tables(conn: sqlite3.Connection) -> list[str]:
     """Tables and FTS indexes of the current schema that the database lacks."""
     present = {
         str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    return [t for t in (*TABLES, *FTS_INDEXES) if t not in present]
+    wanted = dict.fromkeys([*TABLES, *_plain_tables(_template()), *FTS_INDEXES])
+    return [t for t in wanted if t not in present]
+
+
+_REFERENCED = {
+    "sessions": (
+        "SELECT max(session_id) FROM turns",
+        "SELECT max(session_id) FROM digests",
+        "SELECT max(ref_id) FROM jobs WHERE kind = 'digest'",
+    ),
+    "turns": (
+        "SELECT max(source_turn_id) FROM memory_items",
+        "SELECT max(source_turn_id) FROM memory_events",
+        "SELECT max(ref_id) FROM jobs WHERE kind = 'extract'",
+    ),
+    "memory_items": (
+        "SELECT max(item_id) FROM memory_events",
+        "SELECT max(related_item_id) FROM memory_events",
+    ),
+    "kb_documents": ("SELECT max(document_id) FROM kb_chunks",),
+}
+"""For a table that is made again: ids other tables still hold, which its new rows must
+never take (its AUTOINCREMENT counter went with it)."""
+
+
+def _sessions_from_turns(conn: sqlite3.Connection) -> None:
+    """Sessions made again from the turns that name them (each turn keeps its session's id):
+    profile, first and last turn's time, count; numbered per profile in id order, past
+    every number the profile has shown."""
+    try:
+        conn.execute(
+            "INSERT INTO sessions(id, profile, started_at, last_turn_at, turns, number) "
+            "SELECT session_id, profile, min(ts), max(ts), count(*), "
+            "ROW_NUMBER() OVER (PARTITION BY profile ORDER BY session_id) "
+            "FROM turns GROUP BY session_id, profile ORDER BY session_id"
+        )
+        conn.execute(
+            "INSERT INTO profile_counters(profile, sessions_opened) "
+            "SELECT profile, max(number) FROM sessions WHERE true GROUP BY profile "
+            "ON CONFLICT(profile) DO UPDATE SET sessions_opened = "
+            "max(sessions_opened, excluded.sessions_opened)"
+        )
+    except sqlite3.DatabaseError:
+        return  # the turns cannot be read: the sessions stay empty
+
+
+def recreate_tables(conn: sqlite3.Connection, names: Sequence[str]) -> list[str]:
+    """Make the missing ordinary tables ``names`` again, empty, as the current schema has
+    them, with their indexes and triggers, in one transaction; their counters start past
+    every id other tables still hold, so nothing left pointing at a lost row is taken for a
+    new one, and the search indexes of their rows are rebuilt (empty). What they held is
+    gone, except sessions: they are made again from the turns (`_sessions_from_turns`).
+    Returns the names made."""
+    template = _template()
+    plain = set(_plain_tables(template))
+    chosen = [n for n in names if n in plain]
+    if not chosen:
+        return []
+    with write(conn):
+        present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
+        made = [n for n in chosen if n not in present]
+        for kind in ("table", "index", "trigger"):
+            for k, name, table, sql in template:
+                if k == kind and table in made and name not in present:
+                    conn.execute(sql)
+        for name in made:
+            floor = 0
+            for query in _REFERENCED.get(name, ()):
+                try:
+                    floor = max(floor, int(conn.execute(query).fetchone()[0] or 0))
+                except sqlite3.DatabaseError:
+                    continue  # the referring table is missing too
+            if floor:
+                conn.execute("DELETE FROM sqlite_sequence WHERE name = ?", (name,))
+                conn.execute("INSERT INTO sqlite_sequence(name, seq) VALUES (?, ?)", (name, floor))
+        if "sessions" in made and "turns" not in made:
+            _sessions_from_turns(conn)
+        indexes = [i for i, (table, _c, _t) in FTS_INDEXES.items() if table in made]
+        if indexes:
+            rebuild_indexes(conn, indexes)
+    return made
 
 
 def fts_problems(conn: sqlite3.Connection) -> dict[str, str]:
