@@ -127,11 +127,16 @@ def _plain_tables(template: tuple[tuple[str, str, str, str], ...]) -> list[str]:
 
 
 def missing_tables(conn: sqlite3.Connection) -> list[str]:
-    """Tables and FTS indexes of the current schema that the database lacks."""
+    """Tables and FTS indexes of the current schema that the database lacks (on a store of
+    an older schema version, only those every version has)."""
     present = {
         str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
-    wanted = dict.fromkeys([*TABLES, *_plain_tables(_template()), *FTS_INDEXES])
+    from .migrations import SCHEMA_VERSION, schema_version
+
+    # A store not yet upgraded lacks the later tables by right: only the early ones count.
+    later = _plain_tables(_template()) if schema_version(conn) >= SCHEMA_VERSION else []
+    wanted = dict.fromkeys([*TABLES, *later, *FTS_INDEXES])
     return [t for t in wanted if t not in present]
 
 
