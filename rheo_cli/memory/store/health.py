@@ -250,6 +250,8 @@ TURN_INDEXES = ("turns_fts", "turns_cjk")
 def may_be_an_index(exc: BaseException) -> bool:
     """Whether a failed write may be a damaged or missing search index (not a lock, a
     read-only or full disk): worth rebuilding the indexes and trying once more."""
+    if isinstance(exc, sqlite3.IntegrityError):  # a constraint refused the row itself
+        return False
     return isinstance(exc, DAMAGE) and not any(w in str(exc).lower() for w in NOT_THE_INDEX)
 
 
