@@ -6,6 +6,7 @@ provider created only on first use, so commands that need no model never import 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from . import config as config_mod
 from . import config_keys
 from .errors import ConfigError, NoProviderConfigured, UsageError
 from .memory.ledger import closing
-from .memory.store import db
+from .memory.store import db, health
 from .memory.store.errors import EngineError, InvalidInput
 from .memory.store.profiles import DEFAULT_PROFILE, check_profile
 from .memory.store.settings import Settings
@@ -49,6 +50,7 @@ class Runtime:
     """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
+    _wal: tuple[int, int] | None = field(default=None, repr=False)
     queued_digests: list[int] = field(default_factory=list)
     """Sessions closed by time whose digest job was queued when the store was opened."""
 
@@ -87,6 +89,9 @@ class Runtime:
                 self._conn = db.open_url(self.store_url, tenant=self.profile)
             else:
                 self._conn = db.open_store(self.paths.db)
+                self._wal = db.wal_identity(self.paths.db)
+                if _say_repair not in health.REPAIR_NOTICES:
+                    health.REPAIR_NOTICES.append(_say_repair)
             if self.redis_url:
                 from .cache import redis_hot
 
@@ -155,6 +160,24 @@ class Runtime:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
         self._provider = provider
 
+    def mend_lost_wal(self) -> str | None:
+        """When the open SQLite store's -wal file was removed under this process (which goes
+        on writing to the removed file, unseen by any other process, and lost if it is
+        killed): its content is put back into the database file by a checkpoint and the
+        store is opened again, with a new -wal. Returns the note saying so, else None (one
+        stat per call)."""
+        if self._conn is None or self.store_url:
+            return None
+        if not db.checkpoint_lost_wal(self._conn, self.paths.db, self._wal):
+            return None
+        conn, self._conn = self._conn, None
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+        return (
+            "the database's -wal file was removed while rheo had it open; what was written "
+            "since was put back into the database file, which is open again"
+        )
+
     def close(self) -> None:
         """Close the store and the provider's connections if they were opened."""
         if self._conn is not None:
@@ -167,6 +190,14 @@ class Runtime:
         closer = getattr(self._provider, "close", None)
         if callable(closer):
             closer()
+
+
+def _say_repair(line: str) -> None:
+    """A search index rebuilt so that a write could go through: one note on stderr."""
+    import sys
+
+    text = "".join(c if c.isprintable() else " " for c in line)  # SQLite's words, index names
+    sys.stderr.write(f"rheo: note: {' '.join(text.split())}\n")
 
 
 def _require(extra: str, what: str) -> None:
