@@ -353,6 +353,7 @@ def test_the_stand_in_prints_what_the_real_binary_prints(
     from rheo_cli.providers.base import ChatRequest, SystemBlock
     from rheo_cli.providers.claude_code import ClaudeCodeProvider
     from rheo_cli.providers.factory import MemoryServer
+    from rheo_cli.turn.tools import specs_for
 
     stand_in = REPO / "tests" / "bin" / "claude"
     tiny = tmp_path / "tiny_server.py"
@@ -363,6 +364,7 @@ def test_the_stand_in_prints_what_the_real_binary_prints(
         model="default",
         system=[SystemBlock("You are rheo.")],
         messages=[{"role": "user", "content": "hi"}],
+        tools=specs_for(None),  # a stored turn's: the MCP server is offered
     )
     prompt = tmp_path / "system.txt"
     prompt.write_text("You are rheo.")
