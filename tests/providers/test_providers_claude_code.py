@@ -297,6 +297,23 @@ def test_extraction_runs_on_claude_code_with_haiku(rheo, claude, home):
     assert listed[0]["content"]["label"] == "Has a cat named Miso"
 
 
+def test_digests_too_run_on_claude_code_with_no_mcp_server(rheo, claude, home):
+    """A closed session's digest, like an extraction, gets no MCP server and no tools: only
+    rheo's rules write memory from it."""
+    assert rheo("ask", "My cat Miso is asleep.", FAKE_CLAUDE_REPLY="Sweet.").exit_code == 0
+    assert rheo("ask", "--new", "Something else.").exit_code == 0  # closes the first session
+    digest = json.dumps({"narrative": "Talked about Miso the cat.", "facts": []})
+    done = rheo("maintain", "--json", FAKE_CLAUDE_REPLY=digest)
+    assert done.exit_code == 0, done.stderr
+    background = runs(claude)[2:]
+    kinds = sorted(r["system"].split()[1] for r in background)
+    assert kinds == ["extract", "extract", "summarise"]  # two extractions and one digest
+    for run in background:
+        assert "--mcp-config" not in run["argv"] and "--allowedTools" not in run["argv"]
+        assert run["mcp"] == []
+    assert json.loads(rheo("digests", "list", "--json").stdout)
+
+
 def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
     """Without a config of the person's own, Claude Code gets rheo's MCP server for this
     profile, its memory tools pre-approved; the configured command really serves them."""
