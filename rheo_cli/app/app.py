@@ -9,6 +9,7 @@ asks, `queue_closed_sessions`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from .. import clock as clock_mod
 from .. import config as config_mod
 from .. import config_keys
 from ..errors import ConfigError, NoProviderConfigured, UsageError
-from ..memory.store import db
+from ..memory.store import db, health
 from ..memory.store.errors import EngineError, InvalidInput
 from ..memory.store.profiles import DEFAULT_PROFILE, check_profile
 from ..memory.store.settings import Settings
@@ -51,6 +52,7 @@ class App:
     """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
     _conn: sqlite3.Connection | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
+    _wal: tuple[int, int] | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
@@ -76,14 +78,18 @@ class App:
         """The open store (opened, created and migrated on first use): the SQLite file, or
         the PostgreSQL database of `store_url` bound to this runtime's profile as its tenant
         (raises StoreError when it cannot be reached). With `redis_url`, memory writes
-        invalidate the Redis hot cache (installed here, once). Opening writes nothing but
-        what a new or older store needs (its schema)."""
+        invalidate the Redis hot cache (installed here, once). Opening writes nothing but what a
+        new or older store needs (its schema).
+        """
         if self._conn is None:
             if self.store_url:
                 _require("postgres", "PostgreSQL needs psycopg")
                 self._conn = db.open_url(self.store_url, tenant=self.profile)
             else:
                 self._conn = db.open_store(self.paths.db)
+                self._wal = db.wal_identity(self.paths.db)
+                if _say_repair not in health.REPAIR_NOTICES:
+                    health.REPAIR_NOTICES.append(_say_repair)
             if self.redis_url:
                 from ..cache import redis_hot
 
@@ -163,6 +169,24 @@ class App:
         """Use ``provider`` instead of the configured one (tests, alternative backends)."""
         self._provider = provider
 
+    def mend_lost_wal(self) -> str | None:
+        """When the open SQLite store's -wal file was removed under this process (which goes
+        on writing to the removed file, unseen by any other process, and lost if it is
+        killed): its content is put back into the database file by a checkpoint and the
+        store is opened again, with a new -wal. Returns the note saying so, else None (one
+        stat per call)."""
+        if self._conn is None or self.store_url:
+            return None
+        if not db.checkpoint_lost_wal(self._conn, self.paths.db, self._wal):
+            return None
+        conn, self._conn = self._conn, None
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
+        return (
+            "the database's -wal file was removed while rheo had it open; what was written "
+            "since was put back into the database file, which is open again"
+        )
+
     def __enter__(self) -> App:
         return self
 
@@ -183,6 +207,14 @@ class App:
         self._provider = None
         if callable(closer):
             closer()
+
+
+def _say_repair(line: str) -> None:
+    """A search index rebuilt so that a write could go through: one note on stderr."""
+    import sys
+
+    text = "".join(c if c.isprintable() else " " for c in line)  # SQLite's words, index names
+    sys.stderr.write(f"rheo: note: {' '.join(text.split())}\n")
 
 
 def _require(extra: str, what: str) -> None:

@@ -11,8 +11,10 @@ the store's checks are `doctor_pg`'s. Exit 0 when healthy, 1 with the list of pr
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -145,7 +147,6 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
     from .. import config as config_mod
     from ..errors import RheoError
-    from ..memory import jobs
     from ..memory.store import db, health
     from ..memory.store.errors import StoreError
     from ..memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
@@ -226,10 +227,32 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
             detail = f"version {version}"
         checks.append(Check("schema", version == SCHEMA_VERSION, detail))
 
-        problems = health.integrity_problems(conn)
-        checks.append(Check("integrity", not problems, "; ".join(problems) or "ok"))
+        problems = [" ".join(p.split()) for p in health.integrity_problems(conn)]
+        detail = "; ".join(problems)[:600]
+        if problems:
+            detail += (
+                f" (the file is damaged: keep a copy of it; 'sqlite3 {paths.db} .recover' "
+                "saves what can still be read)"
+            )
+        checks.append(Check("integrity", not problems, detail or "ok"))
+
+        unwritable = health.read_only(conn)
+        if unwritable is not None:
+            checks.append(Check("writable", False, _read_only_detail(paths.db, unwritable)))
 
         missing = [t for t in health.missing_tables(conn) if t not in health.FTS_INDEXES]
+        if repair and missing and unwritable is None:
+            try:
+                for name in health.recreate_tables(conn, missing):
+                    held = (
+                        "from the turns that name them"
+                        if name == "sessions"
+                        else "empty: what it held is gone"
+                    )
+                    repaired.append(f"made the missing table {name} again, {held}")
+            except (sqlite3.Error, MemoryError) as exc:
+                repaired.append(f"could not make the missing tables again: {_why(exc)}")
+            missing = [t for t in health.missing_tables(conn) if t not in health.FTS_INDEXES]
         checks.append(
             Check(
                 "tables",
@@ -238,37 +261,82 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
             )
         )
 
-        if repair:
-            broken = health.fts_problems(conn)
-            if broken:
-                try:
-                    health.rebuild_indexes(conn, list(broken))
-                    repaired.append(f"rebuilt {', '.join(broken)} from their tables")
-                except Exception as exc:  # noqa: BLE001 - reported below
-                    repaired.append(f"could not rebuild the search indexes: {exc}")
-        fts = health.fts_problems(conn)
-        checks.append(
-            Check(
-                "search indexes",
-                not fts,
-                "; ".join(f"{k}: {v}" for k, v in fts.items()) or "consistent with their tables",
+        if unwritable is not None:
+            # FTS5's integrity check is a write: on a read-only store it would only say so
+            # again, and nothing can be repaired.
+            repair = False
+        else:
+            if repair:
+                broken = health.fts_problems(conn)
+                if broken:
+                    try:
+                        health.rebuild_indexes(conn, list(broken))
+                        repaired.append(f"rebuilt {', '.join(broken)} from their tables")
+                    except Exception as exc:  # noqa: BLE001 - reported below
+                        repaired.append(f"could not rebuild the search indexes: {_why(exc)}")
+            fts = health.fts_problems(conn)
+            checks.append(
+                Check(
+                    "search indexes",
+                    not fts,
+                    "; ".join(f"{k}: {v}" for k, v in fts.items())
+                    or "consistent with their tables",
+                )
             )
-        )
 
         if not missing:
-            checks.append(session_check(conn, None, repair, repaired))
-            if repair and (queued := queue_missing_digests(conn, gap_s)):
-                repaired.append(f"queued {queued} missing digest(s)")
-            counts = jobs.status_counts(conn)
-            failed = counts.get("failed", 0)
-            waiting = counts.get("pending", 0) + counts.get("running", 0)
-            detail = f"{waiting} pending, {failed} failed"
-            if failed:
-                detail += " ('rheo maintain --retry-failed' re-queues failed jobs)"
-            checks.append(Check("jobs", failed == 0, detail))
+            checks.append(_guarded("sessions", lambda: session_check(conn, None, repair, repaired)))
+            if repair:
+                try:
+                    if queued := queue_missing_digests(conn, gap_s):
+                        repaired.append(f"queued {queued} missing digest(s)")
+                except (sqlite3.Error, MemoryError) as exc:
+                    repaired.append(f"could not queue missing digests: {_why(exc)}")
+            checks.append(_guarded("jobs", lambda: _jobs_check(conn)))
     finally:
         conn.close()
     return checks, repaired
+
+
+def _read_only_detail(db_file: Path, why: str) -> str:
+    """What a read-only store is and what to do about it, in one line."""
+    if db_file.exists() and not os.access(db_file, os.W_OK):
+        mode = stat.S_IMODE(db_file.stat().st_mode)
+        cause = f"the file is read-only (mode {mode:04o}): 'chmod 600 {db_file}'"
+    elif not os.access(db_file.parent, os.W_OK):
+        cause = f"its folder is read-only: 'chmod 700 {db_file.parent}'"
+    else:
+        cause = f"SQLite says: {why} (a read-only mount?)"
+    return (
+        f"{db_file} cannot be written, so nothing is stored; {cause} (the search indexes "
+        "are not checked: their check writes)"
+    )
+
+
+def _why(exc: BaseException) -> str:
+    """One line for a failure while checking."""
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
+def _guarded(name: str, check: Callable[[], Check]) -> Check:
+    """``check()``, or a problem named ``name`` when the store cannot be read for it (a
+    damaged page): doctor lists every check either way, never stops at the first."""
+    try:
+        return check()
+    except (sqlite3.Error, MemoryError) as exc:
+        return Check(name, False, f"cannot be read: {_why(exc)}")
+
+
+def _jobs_check(conn: Any) -> Check:
+    from ..memory import jobs
+
+    counts = jobs.status_counts(conn)
+    failed = counts.get("failed", 0)
+    waiting = counts.get("pending", 0) + counts.get("running", 0)
+    detail = f"{waiting} pending, {failed} failed"
+    if failed:
+        detail += " ('rheo maintain --retry-failed' re-queues failed jobs)"
+    return Check("jobs", failed == 0, detail)
 
 
 @command

@@ -66,6 +66,12 @@ def reported() -> Iterator[None]:
     except sqlite3.Error as exc:
         say_error(database_message(exc))
         raise typer.Exit(int(ExitStatus.ERROR)) from None
+    except MemoryError:  # SQLite's SQLITE_NOMEM: a garbled search index asks for absurd sizes
+        say_error(
+            "out of memory reading the store (a damaged search index can cause it: "
+            "'rheo doctor' checks it and 'rheo doctor --repair' rebuilds it)"
+        )
+        raise typer.Exit(int(ExitStatus.ERROR)) from None
     except BrokenPipeError:
         quiet_stdout()
         raise typer.Exit(int(ExitStatus.OK)) from None

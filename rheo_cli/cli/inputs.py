@@ -62,15 +62,16 @@ _UTF8_SEQUENCE = re.compile(
 )
 
 
-def decode_lenient(data: bytes) -> tuple[str, str]:
+def decode_lenient(data: bytes, *, utf8: bool = False) -> tuple[str, str]:
     """Text of bytes that are not valid UTF-8, and how they were read, in words.
 
     UTF-8 with some damaged bytes (it holds valid multi-byte sequences: ``café 日本 \\xff``)
     keeps its text, only the invalid bytes replaced by U+FFFD; text with no multi-byte UTF-8
     sequence at all is in a one-byte legacy encoding (``caf\\xe9`` from a Latin-1 file or
     terminal) and is read as Windows-1252, whose printable range covers Latin-1's, so no
-    letter is lost (the five bytes it leaves undefined are read as Latin-1)."""
-    if _UTF8_SEQUENCE.search(data) is None:
+    letter is lost (the five bytes it leaves undefined are read as Latin-1). ``utf8``: other
+    text of the same source (the other arguments) is UTF-8, so this is damaged UTF-8."""
+    if not utf8 and _UTF8_SEQUENCE.search(data) is None:
         text = "".join(
             chr(b) if b in _CP1252_UNDEFINED else bytes([b]).decode("cp1252") for b in data
         )
@@ -95,7 +96,23 @@ def _replaced(text: str, data: bytes) -> str:
     return f"{count} invalid byte sequence{'' if count == 1 else 's'}"
 
 
-def clean_arg(arg: str) -> str:
+def clean_args(args: list[str]) -> list[str]:
+    """The command line's arguments as text (`clean_arg` each), one terminal's: when any of
+    them holds UTF-8 beyond ASCII, the terminal is UTF-8, and invalid bytes in another
+    argument are damaged UTF-8 (U+FFFD), never a Latin-1 letter (``café 日本 \\xff end``
+    gives the same text as one argument or four)."""
+    utf8 = any(_UTF8_SEQUENCE.search(_raw(a)) is not None for a in args if not a.isascii())
+    return [clean_arg(a, utf8=utf8) for a in args]
+
+
+def _raw(arg: str) -> bytes:
+    try:
+        return os.fsencode(arg)
+    except UnicodeEncodeError:
+        return arg.encode("utf-8", "replace")
+
+
+def clean_arg(arg: str, *, utf8: bool = False) -> str:
     """A command-line argument as text: Python keeps the bytes of ``sys.argv`` that are not
     valid UTF-8 as surrogates (``surrogateescape``); the argument's bytes are decoded again by
     `decode_lenient` (``café \\xff`` is ``café \ufffd``; ``caf\\xe9`` from a Latin-1 terminal is
@@ -107,7 +124,7 @@ def clean_arg(arg: str) -> str:
     except UnicodeEncodeError:  # a surrogate no byte gave (not from the OS)
         text, how = _SURROGATE.sub("\ufffd", arg), "invalid characters replaced by U+FFFD"
     else:
-        text, how = decode_lenient(data)
+        text, how = decode_lenient(data, utf8=utf8)
     _RAW_ARGS[text] = arg
     say_error(f"an argument is not valid UTF-8: {how}")
     return text

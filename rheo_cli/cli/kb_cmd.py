@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
-from ..ui.output import local, preview, print_json, safe
+from ..ui.output import local, name_line, preview, print_json, safe
 from .errors import command
 from .group import ListsWhenAlone
 from .inputs import file_arg, text_of
@@ -94,7 +94,7 @@ def add(
         )
         if json_out:
             continue
-        where = safe(doc.source)
+        where = name_line(doc.source)
         if added.action == "added":
             typer.echo(f"#{doc.id} added: {where} ({_chunks(doc.chunks)})")
         elif added.action == "replaced" and added.previous is not None:
@@ -176,7 +176,8 @@ def show(
         )
         return
     typer.echo(
-        f"#{doc.id} {safe(doc.title)} — {safe(doc.source)} (version {doc.version}, {doc.status})"
+        f"#{doc.id} {name_line(doc.title)} — {name_line(doc.source)} (version {doc.version}, "
+        f"{doc.status})"
     )
     for n, c in enumerate(chunks, 1):
         typer.echo(f"\n[{n}] {safe(c.heading) or '(top)'}\n{safe(c.content)}")
@@ -207,7 +208,7 @@ def remove(
     rt = runtime_for(profile)
     doc = documents.find_document(rt.conn, rt.profile, _source_ref(ref))
     removed = documents.remove_document(rt.conn, rt.profile, doc.id, rt.now())
-    typer.echo(f"#{removed.id} removed: {safe(removed.source)}")
+    typer.echo(f"#{removed.id} removed: {name_line(removed.source)}")
 
 
 @app.command("search")

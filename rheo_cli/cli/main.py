@@ -139,12 +139,12 @@ def run(argv: list[str] | None = None) -> int:
     import os
 
     from ..errors import UsageError
-    from .inputs import check_environment, clean_arg
+    from .inputs import check_environment, clean_args
 
     # Arguments that are not valid UTF-8 have those bytes replaced (U+FFFD), as stdin has, so
     # no command ever meets the surrogates Python would otherwise hand it (and fail to encode
     # them later); a file argument is still opened by its own bytes (`inputs.file_arg`).
-    args = [clean_arg(a) for a in (sys.argv[1:] if argv is None else argv)]
+    args = clean_args(list(sys.argv[1:] if argv is None else argv))
     try:
         if not {"-h", "--help", "--version", "-V"} & set(args):  # help needs no environment
             check_environment(os.environ)

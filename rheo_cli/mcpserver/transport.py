@@ -2,17 +2,21 @@
 an answer answered by rheo first.
 
 The MCP SDK (2.3) reads one JSON-RPC message a line and silently drops a line that is not
-JSON (JSON-RPC asks for a ``-32700`` parse error) and a request whose text holds a lone
-surrogate (``"\\ud800"``: valid JSON, no valid Unicode), so a client waits for an answer that
-never comes. `screen` looks at each line first; `serve_stdio` answers those itself and hands
-every other line to the SDK unchanged.
+JSON (JSON-RPC asks for a ``-32700`` parse error), a request whose text holds a lone
+surrogate (``"\\ud800"``: valid JSON, no valid Unicode) and JSON that is not a JSON-RPC
+message (``[1, 2]``, a request without ``"jsonrpc": "2.0"``; JSON-RPC asks for ``-32600``),
+and it takes a request whose id is neither a string nor an integer (``true``, ``1.5``,
+``null``) for a notification, so a client waits for an answer that never comes. `screen`
+looks at each line first; `serve_stdio` answers those itself and hands every other line to
+the SDK unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from io import TextIOWrapper
 from typing import Any
 
@@ -20,7 +24,15 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_PARAMS, PARSE_ERROR, ErrorData, JSONRPCError
+from mcp.types import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    jsonrpc_message_adapter,
+)
+from pydantic import ValidationError
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -33,10 +45,17 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
+def _usable_id(value: Any) -> bool:
+    """An id MCP allows: a string or an integer (not a boolean, a fraction or null)."""
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
 def screen(line: str) -> dict[str, Any] | None:
     """The error answer rheo sends for ``line`` instead of passing it on, or None to pass it:
     ``-32700`` (id null) for a line that is not JSON, ``-32602`` with the request's id for a
-    request holding a lone surrogate. Blank lines and notifications with a lone surrogate
+    request holding a lone surrogate, ``-32600`` for JSON the SDK cannot take as a JSON-RPC
+    message (with its id when it has a usable one, else null) and for a request whose id is
+    not a string or an integer (id null). Blank lines and notifications with a lone surrogate
     get no answer (there is no id to answer), and are not passed either: ``{}``."""
     if not line.strip():
         return {}
@@ -44,52 +63,72 @@ def screen(line: str) -> dict[str, Any] | None:
         message = json.loads(line)
     except ValueError:
         return {"code": PARSE_ERROR, "message": "Parse error: the line is not JSON", "id": None}
-    if not _has_lone_surrogate(message):
-        return None
     ident = message.get("id") if isinstance(message, dict) else None
-    if ident is None or isinstance(ident, bool) or not isinstance(ident, int | str):
-        return {}
-    return {
-        "code": INVALID_PARAMS,
-        "message": "Invalid params: the text holds a lone surrogate (U+D800-U+DFFF), "
-        "which is not Unicode text",
-        "id": ident,
-    }
+    if _has_lone_surrogate(message):
+        if not _usable_id(ident):
+            return {}
+        return {
+            "code": INVALID_PARAMS,
+            "message": "Invalid params: the text holds a lone surrogate (U+D800-U+DFFF), "
+            "which is not Unicode text",
+            "id": ident,
+        }
+    if (
+        isinstance(message, dict)
+        and "method" in message
+        and "id" in message
+        and not (_usable_id(ident))
+    ):
+        return {
+            "code": INVALID_REQUEST,
+            "message": "Invalid Request: the id must be a string or an integer",
+            "id": None,
+        }
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError:
+        return {
+            "code": INVALID_REQUEST,
+            "message": "Invalid Request: not a JSON-RPC 2.0 message",
+            "id": ident if _usable_id(ident) else None,
+        }
+    return None
 
 
 class _ScreenedLines:
-    """The lines of stdin, without those `screen` answers; their answers are queued."""
+    """The lines of stdin, without those `screen` answers. Each answer is written out before
+    the next line is read (`answer_to`, set once the output stream exists), so it comes
+    before the answers to later requests and none is lost when stdin closes."""
 
-    def __init__(self, answers: anyio.abc.ObjectSendStream[dict[str, Any]]) -> None:
+    def __init__(self) -> None:
         raw = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
         self._lines = anyio.wrap_file(raw)
-        self._answers = answers
+        self._ready = anyio.Event()
+        self._write: Callable[[SessionMessage], Awaitable[None]] | None = None
+
+    def answer_to(self, write: Callable[[SessionMessage], Awaitable[None]]) -> None:
+        """Write the answers with ``write`` (the SDK's output stream)."""
+        self._write = write
+        self._ready.set()
 
     async def __aiter__(self) -> AsyncIterator[str]:
-        async with self._answers:
-            async for line in self._lines:
-                answer = screen(line)
-                if answer is None:
-                    yield line
-                elif answer:
-                    await self._answers.send(answer)
+        async for line in self._lines:
+            answer = screen(line)
+            if answer is None:
+                yield line
+            elif answer:
+                await self._ready.wait()
+                assert self._write is not None
+                error = ErrorData(code=answer["code"], message=answer["message"])
+                reply = JSONRPCError(jsonrpc="2.0", id=answer["id"], error=error)
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await self._write(SessionMessage(reply))
 
 
 async def serve_stdio(server: MCPServer) -> None:
     """Run ``server`` on stdin/stdout until the client closes stdin."""
-    send, receive = anyio.create_memory_object_stream[dict[str, Any]](16)
-    lines = _ScreenedLines(send)
+    lines = _ScreenedLines()
     async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
-
-        async def answer_screened() -> None:
-            async with receive:
-                async for answer in receive:
-                    error = ErrorData(code=answer["code"], message=answer["message"])
-                    reply = JSONRPCError(jsonrpc="2.0", id=answer["id"], error=error)
-                    await write_stream.send(SessionMessage(reply))
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(answer_screened)
-            lowlevel = server._lowlevel_server
-            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
-            tasks.cancel_scope.cancel()
+        lines.answer_to(write_stream.send)
+        lowlevel = server._lowlevel_server
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())

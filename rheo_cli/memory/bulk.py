@@ -18,6 +18,7 @@ from typing import Any
 from .facts.equivalence import content_key, topic_key
 from .facts.items import CATEGORIES
 from .ledger.sessions import session_near
+from .store import health
 from .store.db import write
 from .store.errors import InvalidInput
 from .store.migrations import CJK_GLOB
@@ -78,6 +79,7 @@ def import_turns(
     if dialect(conn) == "postgres":  # indexed by generated columns; no page cache to size
         _import_batches(conn, profile, rows, gap_s, done)
         return done
+    health.mend_unopenable(conn)
     # A larger page cache while importing: the FTS index's pages stay in memory (about 15%
     # faster at 100k turns); restored afterwards.
     previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]

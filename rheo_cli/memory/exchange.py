@@ -24,6 +24,7 @@ from typing import Any
 
 from . import archive
 from .kb import transfer as kb_transfer
+from .store import health
 from .store.db import write
 from .store.errors import InvalidInput
 from .store.pg import dialect
@@ -112,6 +113,7 @@ def import_records(
 
     counts = archive.ImportCounts()
     counts.added.update(dict.fromkeys(kb_transfer.KINDS, 0))
+    health.mend_unopenable(conn)
     with write(conn):
         if postgres:
             for profile, group in itertools.groupby(others(), key=_profile):

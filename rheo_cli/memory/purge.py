@@ -27,7 +27,7 @@ from . import purge_undo
 from .archive.keys import keys_for, keys_of
 from .facts import hotcache
 from .kb.transfer import keys as kb_keys
-from .store import crash
+from .store import crash, health
 from .store.db import write
 from .store.errors import InvalidInput, NotFound
 from .store.migrations import CJK_GLOB
@@ -217,9 +217,21 @@ def requeue(conn: sqlite3.Connection, profile: str, work: Work, ts: str) -> None
         )
 
 
-def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
+def _fts_forget(conn: sqlite3.Connection, target: Target) -> bool:
     """Remove the target's rows from the external-content FTS5 indexes (which need the exact
-    indexed values to delete an entry)."""
+    indexed values to delete an entry), in a savepoint. False (nothing done) when an index is
+    damaged or missing: the caller then rebuilds every index from the rows left."""
+    try:
+        with write(conn):
+            _fts_delete(conn, target)
+    except health.DAMAGE as exc:
+        if not health.may_be_an_index(exc):
+            raise
+        return False
+    return True
+
+
+def _fts_delete(conn: sqlite3.Connection, target: Target) -> None:
     for chunk in _chunks(target.turns):
         marks = ",".join("?" * len(chunk))
         conn.execute(
@@ -248,6 +260,12 @@ def _fts_forget(conn: sqlite3.Connection, target: Target) -> None:
             f"SELECT 'delete', id, narrative, decisions FROM digests WHERE id IN ({marks})",
             chunk,
         )
+    if target.what == "profile":
+        conn.execute(
+            "INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, heading, content) "
+            "SELECT 'delete', id, heading, content FROM kb_chunks WHERE profile = ?",
+            (target.profile,),
+        )
 
 
 def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dict[str, int]:
@@ -260,7 +278,7 @@ def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dic
         if key:
             counts[key] = counts.get(key, 0) + n
 
-    _fts_forget(conn, target)
+    indexed = _fts_forget(conn, target)
     items, turns = target.items, target.turns
     # Links from rows that stay to rows that go become NULL (ids only, never content).
     run("UPDATE memory_events SET related_item_id = NULL WHERE related_item_id IN ({ids})", items)
@@ -294,11 +312,6 @@ def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dic
             counts.get("jobs", 0)
             + conn.execute("DELETE FROM jobs WHERE profile = ?", (target.profile,)).rowcount
         )
-        conn.execute(
-            "INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, heading, content) "
-            "SELECT 'delete', id, heading, content FROM kb_chunks WHERE profile = ?",
-            (target.profile,),
-        )
         counts["kb_chunks"] = conn.execute(
             "DELETE FROM kb_chunks WHERE profile = ?", (target.profile,)
         ).rowcount
@@ -306,9 +319,19 @@ def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dic
             "DELETE FROM kb_documents WHERE profile = ?", (target.profile,)
         ).rowcount
     # Merge each index into one segment: entries deleted above leave no old segment behind
-    # that still holds their terms.
-    for index in ("turns_fts", "turns_cjk", "memory_items_fts", "digests_fts", "kb_chunks_fts"):
-        conn.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")
+    # that still holds their terms. A damaged index is rebuilt from the rows left instead,
+    # which holds nothing purged either.
+    if indexed:
+        try:
+            with write(conn):
+                for index in health.FTS_INDEXES:
+                    conn.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")
+        except health.DAMAGE as exc:
+            if not health.may_be_an_index(exc):
+                raise
+            indexed = False
+    if not indexed:
+        health.rebuild_indexes(conn)
     return counts
 
 

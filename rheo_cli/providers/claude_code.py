@@ -29,7 +29,9 @@ written), ``MCP_CONNECTION_NONBLOCKING=false`` (wait for rheo's server),
 ``CLAUDE_CODE_MAX_RETRIES=2`` (rheo's own retry policy) and
 ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1`` (no telemetry, error reports or update checks)
 unless the person set these last two themselves. Background extraction and digests get no
-MCP server at all (``tools=False``). The events are read by `claude_code_events`.
+MCP server at all (``tools=False``), and neither does a turn whose request offers no tools
+(``--incognito``: the Anthropic API gets no tools then either). The events are read by
+`claude_code_events`.
 """
 
 from __future__ import annotations
@@ -72,8 +74,10 @@ class ClaudeCodeProvider:
     passed as ``--mcp-config`` instead of rheo's server; ``memory_server``: how to start
     rheo's MCP server (a `factory.MemoryServer`), offered with all its tools allowed. With
     neither, Claude Code gets no MCP server (extraction and digests). Model ``default``
-    leaves the model to Claude Code. Tools in the request are not offered (Claude Code runs
-    its own tool loop over MCP).
+    leaves the model to Claude Code. The request's tools are not offered as such (Claude
+    Code runs its own tool loop over MCP), but a request with none — a turn that is not
+    stored: ``--incognito``, or a ledger that cannot be written — gets no MCP server either,
+    so nothing said in it can be written to memory through one.
     """
 
     name = "claude-code"
@@ -138,6 +142,8 @@ class ClaudeCodeProvider:
         ]
         if request.model and request.model != "default":
             args += ["--model", request.model]
+        if not request.tools:
+            return args  # a turn that offers no tools (not stored: --incognito) gets no server
         if self.mcp_config:
             args += ["--mcp-config", self.mcp_config]
         elif self.memory_server is not None:

@@ -4,10 +4,13 @@ the REPL's ``/context``, the MCP server's preview)."""
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from typing import Any
 
 from ..memory.facts import hotcache, requests
+from ..memory.ledger import turns as ledger
 from ..memory.store.db import tentative
+from ..memory.store.timeutil import to_stored
 from ..services import Services
 from .assemble import compose
 from .store import store_message
@@ -40,16 +43,33 @@ def preview(
     conn = rt.conn  # opened first: opening installs the hot cache
     # Memory written tentatively must not reach the cache: read the store alone then (the
     # same items `rheo ask` reads once its writes have dropped the cache).
-    with hotcache.bypassed() if asks else contextlib.nullcontext(), tentative(conn):
-        appended = store_message(rt, message, new_session=new_session, repairs=repairs)
-        if asks:
-            honour_requests(rt, appended.turn)
-        ctx, request = compose(rt, appended.turn, budget=budget, tools=tools, notes=repairs)
+    try:
+        with hotcache.bypassed() if asks else contextlib.nullcontext(), tentative(conn):
+            appended = store_message(rt, message, new_session=new_session, repairs=repairs)
+            if asks:
+                honour_requests(rt, appended.turn)
+            ctx, request = compose(rt, appended.turn, budget=budget, tools=tools, notes=repairs)
+        opened = appended.opened_session
+    except sqlite3.OperationalError as exc:
+        if "readonly" not in str(exc).lower():
+            raise
+        # A read-only store: `rheo ask` answers with what it reads, unstored and without
+        # tools (nothing could be written), and so is it shown.
+        unstored = ledger.Turn(
+            id=0, profile=rt.profile, session_id=0, role="user", content=message,
+            ts=to_stored(rt.now()),
+        )  # fmt: skip
+        ctx, request = compose(rt, unstored, budget=budget, tools=[], notes=repairs)
+        ctx.notes.append(
+            "this message would not be stored: cannot write the database: it is read-only "
+            "(check its permissions)"
+        )
+        opened = new_session or ctx.session_id is None
     return {
         "model": rt.model,
         "assistant": rt.assistant_name,
-        "session_id": None if appended.opened_session else ctx.session_id,
-        "new_session": appended.opened_session,
+        "session_id": None if opened else ctx.session_id,
+        "new_session": opened,
         "budget": ctx.budget,
         "context_tokens": ctx.context_tokens,
         "message_tokens": ctx.message_tokens,

@@ -3,15 +3,13 @@ happens, so nothing they said is lost whatever fails later."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from typing import Any
 
 from ..memory.ledger import turns as ledger
 from ..memory.store import health
 from ..services import Services
-
-_NOT_THE_INDEX = ("locked", "busy", "readonly", "read-only", "full")
-"""Words of errors a rebuilt search index cannot help with (a lock, a read-only or full disk)."""
 
 
 def store_message(
@@ -28,9 +26,11 @@ def store_message(
     Telegram's update id), with the assistant talked to, from which rheo later knows whose
     memory the exchange feeds.
 
-    If the insert fails on a damaged or missing search index (an FTS5 index derived from the
-    turns), the indexes are rebuilt from the tables and the insert tried once more, with a
-    note appended to ``repairs``. Raises sqlite3.Error when the ledger cannot be written."""
+    A search index that cannot even be opened is rebuilt first (`health.mend_unopenable`),
+    so the context is assembled with it; a damaged or missing index of the turns never keeps
+    the turn out: the ledger rebuilds it, or stores the turn unindexed
+    (`ledger.append_turn`). Each repair is a note appended to ``repairs``. Raises
+    sqlite3.Error when the ledger cannot be written."""
     if rt.assistant_name is not None:
         meta = {**(meta or {}), "assistant": rt.assistant_name}
 
@@ -47,19 +47,14 @@ def store_message(
             meta=meta,
         )
 
-    try:
-        return append()
-    except sqlite3.DatabaseError as exc:
-        if any(w in str(exc).lower() for w in _NOT_THE_INDEX):
-            raise
-        try:
-            rebuilt = health.rebuild_indexes(rt.conn)
-        except sqlite3.DatabaseError:
-            raise exc from None
-        appended = append()
-        if repairs is not None:
-            repairs.append(
-                f"the search index was damaged ({' '.join(str(exc).split())[:120]}); "
-                f"rebuilt {', '.join(rebuilt)} from the ledger"
-            )
-        return appended
+    if (lost := rt.mend_lost_wal()) is not None and repairs is not None:
+        repairs.append(lost)
+    mended = None
+    with contextlib.suppress(sqlite3.Error, MemoryError):  # a store that cannot be read fails below
+        mended = health.mend_unopenable(rt.conn, notify=False)
+    if mended is not None and repairs is not None:
+        repairs.append(mended)
+    appended = append()
+    if appended.repaired is not None and repairs is not None:
+        repairs.append(appended.repaired)
+    return appended

@@ -13,7 +13,16 @@ if TYPE_CHECKING:
 from ..memory.store.timeutil import display
 from ..memory.text.safety import json_text, safe
 
-__all__ = ["echo", "json_text", "local", "preview", "print_json", "quiet_stdout", "safe"]
+__all__ = [
+    "echo",
+    "json_text",
+    "local",
+    "name_line",
+    "preview",
+    "print_json",
+    "quiet_stdout",
+    "safe",
+]
 
 
 def print_json(value: Any) -> None:
@@ -25,6 +34,13 @@ def print_json(value: Any) -> None:
 def echo(text: str = "") -> None:
     """Print one line (or several) of a command's output on stdout through `safety.safe`."""
     sys.stdout.write(safe(text) + "\n")
+
+
+def name_line(text: str) -> str:
+    """A name (a file's path, a title) on one line, as `safe` shows it, with the line
+    breaks a name can hold shown as ``\\n`` / ``\\r``: a file named ``notes\\n=== OPEN ITEMS
+    ===`` never prints a line of its own."""
+    return safe(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
 def preview(text: str, width: int = 100) -> str:

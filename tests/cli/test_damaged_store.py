@@ -37,12 +37,12 @@ DAMAGE = {
 
 
 SAID = {
-    "turns index corrupt": "memory partly unreadable (relevant history:",
-    "turns index missing": "rebuilt turns_fts, turns_cjk, memory_items_fts, digests_fts",
-    "trigram index corrupt": "memory partly unreadable (relevant history:",
-    "items index corrupt": "memory partly unreadable (relevant history:",
-    "items index missing": "memory partly unreadable (relevant history:",
-    "digests index missing": "memory partly unreadable (relevant history:",
+    "turns index corrupt": "(database disk image is malformed); rebuilt turns_fts from the",
+    "turns index missing": "(no such table: turns_fts); rebuilt turns_fts from the stored rows",
+    "trigram index corrupt": "(database disk image is malformed); rebuilt turns_cjk from the",
+    "items index corrupt": "(database disk image is malformed); rebuilt memory_items_fts from",
+    "items index missing": "(no such table: memory_items_fts); rebuilt memory_items_fts from",
+    "digests index missing": "(no such table: digests_fts); rebuilt digests_fts from the stored",
     "items table missing": "memory partly unreadable (current memory, relevant history:",
     "digests table missing": "memory partly unreadable (episodic memory, relevant history:",
     "corrupt item row": "memory partly unreadable (current memory:",

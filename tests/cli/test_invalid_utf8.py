@@ -39,6 +39,18 @@ def test_an_invalid_byte_in_a_question_is_replaced_and_the_words_around_it_found
         assert [t["content"] for t in json.loads(found.stdout)] == ["café 日本 \ufffd end"], word
 
 
+def test_the_same_bytes_as_separate_arguments_give_the_same_text(api: Any, home: Path) -> None:
+    """``rheo ask café 日本 $'\\xff' end``: before, the lone ``\\xff`` argument, holding no UTF-8
+    sequence of its own, was read as Latin-1 (``café 日本 ÿ end``) although the terminal's
+    other arguments were UTF-8; Latin-1 only when no argument is UTF-8 (``caf\\xe9 cr\\xe8me``)."""
+    api.default = text("Noted.")
+    assert rheo(api, home, "ask", "café", "日本", BAD, "end").returncode == 0
+    latin = rheo(api, home, "ask", "caf\udce9", "cr\udce8me")
+    assert latin.returncode == 0 and b"read as Latin-1" in latin.stderr
+    asked = [r[0] for r in db_rows(home, "SELECT content FROM turns WHERE role = 'user'")]
+    assert asked == ["café 日本 \ufffd end", "café crème"]
+
+
 def test_every_command_taking_text_reads_it_the_same_way(api: Any, home: Path) -> None:
     added = rheo(
         api, home, "memory", "add", f"Likes café {BAD} crème", "-t", f"café{BAD}", "--json"

@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakeapi import text
 from helpers import db_rows, facts_reply, request_text, route
 
@@ -200,3 +201,40 @@ def test_the_confirmation_says_earlier_copies_keep_theirs(rheo, api, monkeypatch
     assert asked == ['Erase turn #1 ("hello"): 1 turn(s) for good? This cannot be undone '
                      "(earlier backups and exports keep their copy)."]  # fmt: skip
     assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == 2
+
+
+PURGES = {
+    "the session": [("session", "1")],
+    "the two turns, last first": [("turn", "7"), ("turn", "3")],
+    "the replacing fact, then both turns": [("memory", "3"), ("turn", "3"), ("turn", "7")],
+}
+
+
+@pytest.mark.parametrize("how", list(PURGES))
+def test_other_ways_of_purging_the_marked_text_leave_none_of_it(rheo, api, monkeypatch, home, how):
+    """Variants of the case above: the whole session, the turns in the other order, the
+    replacing fact purged as a memory. Whatever is kept, no view, export or byte of the
+    database holds the marker, and no kept fact is left superseded by nothing."""
+    talk(rheo, api, monkeypatch, [])
+    for what, ref in PURGES[how]:
+        done = rheo("purge", what, ref, "--yes")
+        assert done.exit_code == 0, done.stderr
+        if (what, ref) == ("memory", "3"):  # the fact it replaced is back, its history clean
+            shown = rheo("memory", "show", "2", "--json")
+            assert MARK not in shown.stdout and json.loads(shown.stdout)["status"] == "active"
+    if how == "the session":  # the facts it stated went with it
+        assert json.loads(rheo("memory", "list", "--all", "--json").stdout) == []
+        seen = "".join(
+            rheo(*args).stdout
+            for args in (("history", "search", MARK), ("history", "recent", "--json"),
+                         ("items", "list", "--all", "--json"), ("digests", "list", "--json"),
+                         ("jobs", "list", "--json"), ("context", "the courier?"), ("export",))
+        )  # fmt: skip
+    else:
+        seen = views(rheo)
+        by_id = {m["id"]: m for m in json.loads(rheo("memory", "list", "--all", "--json").stdout)}
+        assert (by_id[1]["status"], by_id[2]["status"]) == ("active", "active"), by_id
+        assert by_id[2]["superseded_by"] is None
+    assert MARK not in seen
+    assert MARK.lower().encode() not in file_bytes(home)
+    assert rheo("doctor").exit_code == 0

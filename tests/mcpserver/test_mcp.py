@@ -365,7 +365,10 @@ def raw_session(home: Path, lines: list[str]) -> tuple[list[dict[str, Any]], str
 
 def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
     """A line that is not JSON gets -32700; a request holding a lone surrogate gets -32602
-    with its id; an unknown prompt is -32602 (not the SDK's 0), logged in one line."""
+    with its id; JSON that is not a JSON-RPC message gets -32600 (with its id when it has
+    one), and so does a request whose id is not a string or an integer (which the SDK takes
+    for a notification); an unknown prompt is -32602 (not the SDK's 0), logged in one
+    line."""
     search = {
         "jsonrpc": "2.0",
         "id": 7,
@@ -378,18 +381,67 @@ def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
         [
             "this is not json {",
             json.dumps(search).replace("\\\\ud800", "\\ud800"),
+            "[1, 2]",
+            json.dumps({"id": 10, "method": "ping"}),  # no "jsonrpc": "2.0"
+            json.dumps({"jsonrpc": "2.0", "id": 11, "method": 5}),
+            json.dumps({"jsonrpc": "2.0", "id": True, "method": "ping"}),
+            json.dumps({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}),
+            json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),  # passed on
             json.dumps(prompt),
         ],
     )
     assert [(a.get("id"), a["error"]["code"]) for a in answers] == [
         (None, -32700),
         (7, -32602),
+        (None, -32600),
+        (10, -32600),
+        (11, -32600),
+        (None, -32600),
+        (None, -32600),
         (8, -32602),
     ]
     assert "lone surrogate" in answers[1]["error"]["message"]
-    assert answers[2]["error"]["message"] == "unknown prompt: nope"
+    assert answers[2]["error"]["message"] == "Invalid Request: not a JSON-RPC 2.0 message"
+    assert answers[5]["error"]["message"] == (
+        "Invalid Request: the id must be a string or an integer"
+    )
+    assert answers[-1]["error"]["message"] == "unknown prompt: nope"
     assert "Traceback" not in stderr and "│" not in stderr  # no boxed traceback
     assert all(line.startswith("rheo mcp: ") for line in stderr.splitlines()), stderr
+
+
+def test_answers_to_the_last_lines_before_stdin_closes_are_not_lost(home: Path) -> None:
+    """stdin closing right after lines rheo answers itself: every answer is written and
+    rheo mcp ends cleanly (it used to lose them and die with a traceback)."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    lines = [json.dumps(init), "not json", "[1, 2]"]
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
+    done = subprocess.run(
+        [sys.executable, "-m", "rheo_cli", "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
+        (0, None),
+        (None, -32700),
+        (None, -32600),
+    ]
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_tools_have_plain_descriptions_and_no_output_schema(home: Path) -> None:

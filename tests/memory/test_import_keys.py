@@ -165,6 +165,33 @@ def test_a_file_holding_an_export_twice_imports_it_once_and_a_key_naming_two_rec
         assert other.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
 
 
+def test_records_in_another_order_add_nothing_to_a_store_holding_them(conn, backend, tmp_path):
+    """A file whose records come in another order than rheo writes them (the session record
+    after the turns that name it): before, importing it onto a store holding the export made
+    a second, empty session claiming the turns' count (s2, "4 turns", none in it)."""
+    fill(conn)
+    original = export(conn)
+    header, body = original[0], original[1:]
+    sessions = [r for r in body if r["type"] == "session"]
+    moved = [header, *[r for r in body if r["type"] != "session"], *sessions]
+    with fresh_store(backend, tmp_path) as other:
+        exchange.import_records(other, numbered(original))
+        once = export(other)
+        for records in (moved, [header, *reversed(body)]):
+            try:
+                counts = exchange.import_records(other, numbered(records))
+            except InvalidInput as exc:  # refused whole is fine; adding is not
+                assert "is not a record before it" in str(exc)
+                continue
+            assert sum(counts.added.values()) == 0, counts.added
+        assert other.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
+        assert export(other) == once
+    with fresh_store(backend, tmp_path, "empty") as other:  # nothing to name: refused whole
+        with pytest.raises(InvalidInput, match="is not a record before it"):
+            exchange.import_records(other, numbered(moved))
+        assert other.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
+
+
 def test_ten_thousand_turns_imported_three_times_are_ten_thousand(conn, backend, tmp_path):
     n = 10_000 if backend == "sqlite" else 2_000
     rows = [TurnIn(role="user" if i % 2 == 0 else "assistant", content=f"turn {i} of many",

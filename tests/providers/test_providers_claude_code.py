@@ -217,6 +217,39 @@ def test_the_memory_tools_work_through_the_stand_in(rheo, claude, home):
     assert [i["content"]["label"] for i in listed] == ["Likes green tea"]
 
 
+def test_an_incognito_turn_gets_no_memory_server(rheo, claude, home):
+    """--incognito offers Claude Code no MCP server (as the Anthropic API gets no tools): a
+    write_memory the model asks for cannot store what was said."""
+    call = {
+        "name": "mcp__rheo__write_memory",
+        "input": {"category": "fact", "topic": "pin", "label": "The PIN is 4417"},
+    }
+    result = rheo(
+        "ask",
+        "--incognito",
+        "--provider",
+        "claude-code",
+        "my PIN is 4417",
+        FAKE_CLAUDE_CALL=json.dumps(call),
+    )
+    assert result.exit_code == 0, result.stderr
+    run = runs(claude)[0]
+    assert "--mcp-config" not in run["argv"] and "--allowedTools" not in run["argv"]
+    assert run["mcp"] == [] and run["call"] is None
+    assert "4417" in run["stdin"]  # the call was made
+    assert json.loads(rheo("memory", "list", "--json").stdout) == []
+    assert not (home / "rheo.db").exists() or turns(home) == []
+    # the same with the person's own MCP file: it stays out too
+    own = home / "own-mcp.json"
+    own.write_text('{"mcpServers": {}}')
+    (home / "config.toml").write_text(f'[claude_code]\nmcp_config = "{own}"\n')
+    assert rheo("ask", "--incognito", "--provider", "claude-code", "x").exit_code == 0
+    assert "--mcp-config" not in runs(claude)[1]["argv"]
+    assert rheo("ask", "--provider", "claude-code", "x").exit_code == 0
+    argv = runs(claude)[2]["argv"]
+    assert argv[argv.index("--mcp-config") + 1] == str(own)
+
+
 def test_nonzero_exit(rheo, claude, home):
     result = rheo("ask", "--provider", "claude-code", "q", FAKE_CLAUDE="exit")
     one_line_failure(result, "exited with status 3: Error: something went wrong inside claude")
@@ -262,6 +295,23 @@ def test_extraction_runs_on_claude_code_with_haiku(rheo, claude, home):
     assert run["mcp"] == []
     listed = json.loads(rheo("memory", "list", "--json").stdout)
     assert listed[0]["content"]["label"] == "Has a cat named Miso"
+
+
+def test_digests_too_run_on_claude_code_with_no_mcp_server(rheo, claude, home):
+    """A closed session's digest, like an extraction, gets no MCP server and no tools: only
+    rheo's rules write memory from it."""
+    assert rheo("ask", "My cat Miso is asleep.", FAKE_CLAUDE_REPLY="Sweet.").exit_code == 0
+    assert rheo("ask", "--new", "Something else.").exit_code == 0  # closes the first session
+    digest = json.dumps({"narrative": "Talked about Miso the cat.", "facts": []})
+    done = rheo("maintain", "--json", FAKE_CLAUDE_REPLY=digest)
+    assert done.exit_code == 0, done.stderr
+    background = runs(claude)[2:]
+    kinds = sorted(r["system"].split()[1] for r in background)
+    assert kinds == ["extract", "extract", "summarise"]  # two extractions and one digest
+    for run in background:
+        assert "--mcp-config" not in run["argv"] and "--allowedTools" not in run["argv"]
+        assert run["mcp"] == []
+    assert json.loads(rheo("digests", "list", "--json").stdout)
 
 
 def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):

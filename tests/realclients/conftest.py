@@ -99,6 +99,12 @@ def _install() -> str:
 def clients() -> Clients:
     """The pinned clients (installed on first use when npm is there), or a skip (a failure
     under CI=true) when they cannot be had."""
+    return find_clients()
+
+
+def find_clients() -> Clients:
+    """The `clients` fixture's work: skips, or under ``CI=true`` fails, when a client (or
+    strace) is missing and cannot be installed."""
     found = _where()
     if _absent(found) or shutil.which("strace") is None:
         problem = _install()

@@ -121,6 +121,9 @@ class _Profile:
         self.file: dict[str, int] = {}
         """File key -> local id (`PURGED` for a record left out)."""
         self.sessions: dict[str, _Session] = {}
+        self.named_stored: set[str] = set()
+        """Stored sessions' content keys that records of the file named before (if ever) the
+        session's own record."""
         self.seen: Counter[str] = Counter()
         self.first_line: dict[str, tuple[int, int]] = {}
         """File key -> (line, hash of the record) of its first use, to tell a repeat from a
@@ -331,7 +334,10 @@ class _Importer:
         value = self.rec["session"]
         if isinstance(value, str) and value in self.p.sessions:
             return self.p.sessions[value]
-        return self.ref(value, "session")
+        found = self.ref(value, "session")
+        if value not in self.p.file:  # a stored session, named by its content key
+            self.p.named_stored.add(value)
+        return found
 
     def settle(self, key: str, content_key: str) -> bool:
         """Map ``key`` for a record stored already (True, counted present) or erased by a
@@ -362,6 +368,12 @@ class _Importer:
 
     def _session(self, key: str) -> None:
         _need(self.rec, self.line, "started_at", "last_turn_at", "turns")
+        if key in self.p.named_stored:
+            # Records before it already named this stored session by its key (a file whose
+            # records were reordered): it is that session, not a new, empty one.
+            self.p.file[key] = self.p.stored[key]
+            self.counts.present += 1
+            return
         self.p.sessions[key] = _Session(self.line, self.rec)
 
     def _turn(self, key: str) -> None:

@@ -169,7 +169,7 @@ def assemble(
             session_id = active.id if active else None
         elif before_turn_id is None:
             get_session(conn, profile, session_id)
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, MemoryError) as exc:
         if unreadable is None:
             raise
         unreadable[CURRENT_SESSION] = " ".join(str(exc).split())[:160]

@@ -76,7 +76,14 @@ def collect(
             return read()
         try:
             return read()
-        except (sqlite3.DatabaseError, EngineError, ValueError, TypeError, KeyError) as exc:
+        except (
+            sqlite3.DatabaseError,
+            MemoryError,
+            EngineError,
+            ValueError,
+            TypeError,
+            KeyError,
+        ) as exc:
             unreadable.setdefault(section, " ".join(str(exc).split())[:160] or type(exc).__name__)
             return empty
 

@@ -36,6 +36,7 @@ import sqlite3
 from dataclasses import replace
 from datetime import datetime
 
+from ..store import health
 from ..store.db import write
 from ..store.errors import InvalidInput
 from ..store.settings import Settings
@@ -250,7 +251,9 @@ def _create(
     """Insert ``fact`` as a new active item of ``profile`` and ``assistant`` with its
     ``created`` event (and ``pinned`` when it is pinned); returns the item."""
     confidence = _confidence(fact, settings)
-    cur = conn.execute(
+    cur = health.execute_indexed(
+        conn,
+        ["memory_items_fts"],
         "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
         "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
         "reinforced_at, status, due_at, assistant) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, "

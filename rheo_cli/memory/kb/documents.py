@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from ..store import health
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.timeutil import to_stored
@@ -132,10 +133,13 @@ def add_document(
             "chars) VALUES (?, ?, ?, ?, ?, 'active', ?, ?) RETURNING id",
             (profile, source, _title(source, chunks, text), digest, version, stamp, len(text)),
         ).fetchone()[0]
-        conn.executemany(
+        health.execute_indexed(
+            conn,
+            ["kb_chunks_fts"],
             "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
             "VALUES (?, ?, ?, ?, ?)",
             [(doc_id, profile, n, c.heading, c.content) for n, c in enumerate(chunks)],
+            many=True,
         )
         if current is not None:
             conn.execute(

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
+from ..store import health
 from ..store.db import write
 from ..store.errors import NotFound
 from ..text.safety import mask, mask_value
@@ -166,7 +167,9 @@ def store_digest(
         ).fetchone()
         if row is None:
             raise NotFound(f"no session #{session_id} in profile {profile!r}")
-        cur = conn.execute(
+        cur = health.execute_indexed(
+            conn,
+            ["digests_fts"],
             "INSERT INTO digests(profile, session_id, started_at, ended_at, narrative, facts, "
             "procedures, decisions, source_turn_ids, model, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import pgsearch
-from ..store import crash
+from ..store import crash, health
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.pg import dialect
@@ -93,6 +93,8 @@ class Appended:
     turn: Turn
     opened_session: bool
     closed_session: Session | None
+    repaired: str | None = None
+    """What was done to a damaged search index to store the turn (one line), else None."""
 
 
 _COLUMNS = (
@@ -153,6 +155,12 @@ def append_turn(
     time (aware datetime; stored as UTC). Assistant turns need a ``status`` in STATUSES; user
     turns must not have one.
     Raises InvalidInput for a bad role/status, NotFound for a ``session_id`` of another profile.
+
+    A damaged or missing search index never keeps a turn out of the ledger: when the insert
+    fails on one (SQLite), the turns' indexes are rebuilt from the table and the insert tried
+    once more; if they cannot be rebuilt, the turn is stored without indexing it (the index
+    catches up at 'rheo doctor --repair'). ``repaired`` says which happened. Raises
+    sqlite3.Error when the ledger itself cannot be written.
     """
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {ROLES}, not {role!r}")
@@ -161,7 +169,60 @@ def append_turn(
     if role == "user" and status is not None:
         raise InvalidInput("a user turn has no status")
     ts = to_stored(now)
+    args = (profile, role, content, ts, gap_s, session_id, new_session, model, status, usage, meta)
+    try:
+        return _append(conn, *args, defer_index=False)
+    except health.DAMAGE as exc:
+        if dialect(conn) != "sqlite" or not health.may_be_an_index(exc):
+            raise
+        why = " ".join(str(exc).split())[:120] or type(exc).__name__
+        try:
+            rebuilt = health.rebuild_indexes(conn, list(health.TURN_INDEXES))
+        except health.DAMAGE as again:
+            if not health.may_be_an_index(again):
+                raise exc from None
+            appended = _append(conn, *args, defer_index=True)
+            note = (
+                f"the search index is damaged ({why}) and could not be rebuilt "
+                f"({' '.join(str(again).split())[:120]}); the turn is stored, not yet "
+                "searchable: 'rheo doctor --repair' rebuilds the index"
+            )
+        else:
+            appended = _append(conn, *args, defer_index=False)
+            done = ", ".join(rebuilt)
+            note = f"the search index was damaged ({why}); rebuilt {done} from the ledger"
+        return Appended(appended.turn, appended.opened_session, appended.closed_session, note)
+
+
+def _append(
+    conn: sqlite3.Connection,
+    profile: str,
+    role: str,
+    content: str,
+    ts: str,
+    gap_s: float,
+    session_id: int | None,
+    new_session: bool,
+    model: str | None,
+    status: str | None,
+    usage: Usage | None,
+    meta: dict[str, Any] | None,
+    *,
+    defer_index: bool,
+) -> Appended:
+    """`append_turn`'s write, in one transaction; ``defer_index`` leaves the search indexes
+    out: the turns' index triggers are set aside for the insert and put back as they were,
+    in the same transaction (a trigger naming an index that cannot be opened fails even
+    when its condition is false)."""
     with write(conn):
+        triggers = []
+        if defer_index:
+            triggers = conn.execute(
+                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+                "AND tbl_name = 'turns' AND name IN ('turns_fts_insert', 'turns_cjk_insert')"
+            ).fetchall()
+            for name, _sql in triggers:
+                conn.execute(f"DROP TRIGGER {name}")
         session, opened, closed = attach_turn(
             conn,
             profile=profile,
@@ -191,6 +252,8 @@ def append_turn(
             ),
         )
         turn_id = cur.lastrowid
+        for _name, sql in triggers:
+            conn.execute(sql)
         crash.reach("turn.append")
     assert turn_id is not None
     turn = Turn(

@@ -65,14 +65,97 @@ def open_store(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> 
     except sqlite3.DatabaseError as exc:
         conn.close()
         if "readonly" in str(exc).lower():  # e.g. its folder: the -wal/-shm files cannot be made
+            reader = _open_read_only(db_path, migrate_schema)
+            if reader is not None:
+                return reader
             raise StoreError(
                 f"cannot open {db_path}: it or its folder is read-only ({exc})"
+            ) from exc
+        if "disk i/o" in str(exc).lower() and "SHORT_READ" in str(
+            getattr(exc, "sqlite_errorname", "")
+        ):
+            raise StoreError(
+                f"cannot read {db_path}: {exc} ({exc.sqlite_errorname}): its -wal file was "
+                "removed while another rheo had it open, or the disk is failing"
             ) from exc
         raise StoreError(f"{db_path} is not a usable rheo database: {exc}") from exc
     except StoreError:
         conn.close()
         raise
     return conn
+
+
+def _open_read_only(db_path: Path, migrate_schema: bool) -> sqlite3.Connection | None:
+    """The store opened read-only, when its folder is read-only (SQLite cannot make the
+    -wal and -shm files a WAL database needs even to be read): reading commands still read
+    it, and every write fails as on a read-only file ("attempt to write a readonly
+    database"). With no -wal file holding anything, nobody can be writing it (a writer
+    would need one), so it is opened immutable; with one, only if SQLite can read it as it
+    is. None when it cannot be read, or needs a migration rheo cannot write
+    (``migrate_schema``)."""
+    from .migrations import SCHEMA_VERSION, schema_version
+
+    uri = db_path.resolve().as_uri()
+    wal = Path(f"{db_path}-wal")
+    try:
+        pending = wal.exists() and wal.stat().st_size > 0
+    except OSError:
+        pending = True
+    for query in ("mode=ro",) if pending else ("mode=ro", "mode=ro&immutable=1"):
+        try:
+            conn = sqlite3.connect(
+                f"{uri}?{query}",
+                uri=True,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error:
+            continue
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            refuse_newer(conn)
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            if migrate_schema and schema_version(conn) < SCHEMA_VERSION:
+                conn.close()
+                return None
+            conn.execute("PRAGMA foreign_keys = ON")
+            return conn
+        except sqlite3.DatabaseError:
+            conn.close()
+        except StoreError:
+            conn.close()
+            raise
+    return None
+
+
+def wal_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """The device and inode of the store's -wal file, or None when there is none."""
+    try:
+        st = os.stat(f"{os.fspath(path)}-wal")
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def checkpoint_lost_wal(
+    conn: sqlite3.Connection, path: str | os.PathLike[str], known: tuple[int, int] | None
+) -> bool:
+    """True when the store open on ``conn`` at ``path`` lost the -wal file it opened
+    (``known``, from `wal_identity` at opening: removed under this process, which writes on
+    to the removed file, unseen by others, or replaced by another process's new one) and its
+    content was just put back into the database file by a checkpoint: the caller then
+    closes the connection and opens the store again. False otherwise (one stat)."""
+    if known is None or wal_identity(path) == known:
+        return False
+    try:
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+            return False  # opened read-only without one
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except sqlite3.Error:
+        return False
+    return True
 
 
 def open_url(url: str, *, tenant: str, migrate_schema: bool = True) -> sqlite3.Connection:
