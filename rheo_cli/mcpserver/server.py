@@ -38,11 +38,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from ..app.tools.caller import CONTENT_MAX, Caller
 from ..errors import RheoError
 from ..memory.facts.categories import CATEGORIES
 from ..memory.store.errors import EngineError
 from ..runtime import Runtime
-from .caller import CONTENT_MAX, Caller
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 def _actions() -> "ModuleType":
     """The tools' code (the memory engine), imported on the first tool call, not before
     ``initialize`` is answered."""
-    from . import actions
+    from ..app.tools import actions
 
     return actions
 

@@ -22,19 +22,19 @@ import contextlib
 import secrets
 from typing import Any
 
-from ..memory import due as due_rule
-from ..memory import jobs
-from ..memory.context.assemble import SEPARATOR
-from ..memory.facts import curation
-from ..memory.facts import items as item_store
-from ..memory.facts.remember import Fact, check_fact, remember
-from ..memory.ledger import sources
-from ..memory.ledger import turns as ledger
-from ..memory.store.db import write
-from ..memory.store.errors import InvalidInput, NotFound
-from ..memory.store.timeutil import display
-from ..memory.text.render import entry
-from ..runtime import Runtime
+from ...memory import due as due_rule
+from ...memory import jobs
+from ...memory.context.assemble import SEPARATOR
+from ...memory.facts import curation
+from ...memory.facts import items as item_store
+from ...memory.facts.remember import Fact, check_fact, remember
+from ...memory.ledger import sources
+from ...memory.ledger import turns as ledger
+from ...memory.store.db import write
+from ...memory.store.errors import InvalidInput, NotFound
+from ...memory.store.timeutil import display
+from ...memory.text.render import entry
+from ...runtime import Runtime
 from .caller import CONTENT_MAX, Caller
 
 ACTIVE_OR_PAST = ("active", "superseded", "evicted", "done")
@@ -191,7 +191,7 @@ def chat_recent(rt: Runtime, *, limit: int = 20) -> str:
 def context(rt: Runtime, *, message: str, budget: int | None = None) -> str:
     """What rheo would inject for ``message`` (the same assembly as ``rheo context``): the
     clock line and the memory sections, without the message itself. Nothing is stored."""
-    from ..turn.preview import preview
+    from ...turn.preview import preview
 
     if not message.strip():
         raise ToolInputError("message must not be empty")
@@ -312,10 +312,10 @@ def log_turn(
     elif question is not None and question.id == conversation.waiting:
         conversation.waiting = None
     if queued:
-        from ..background.worker import kick_background
+        from ...background.worker import kick_background
 
         kick_background(rt)
-    from ..memory.ledger.sessions import get_session
+    from ...memory.ledger.sessions import get_session
 
     number = get_session(rt.conn, rt.profile, turn.session_id).number
     stored = f"stored turn #{turn.id} in session s{number}"
