@@ -113,12 +113,12 @@ def ask(
     rt.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
     rt.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
     signals.install()
+    from ..app.tools.chat import make_assistant
     from ..background.worker import kick_background
     from ..memory.ledger import sessions as sessions_mod
     from ..memory.ledger import turns as ledger
     from ..memory.store.errors import StoreError
     from ..turn.results import TurnFailed, TurnInterrupted, outcome_json
-    from ..turn.wiring import make_assistant
     from ..ui.output import print_json
     from ..ui.wording import (
         NOTHING_TO_RETRY,

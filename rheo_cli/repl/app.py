@@ -83,7 +83,7 @@ def run_repl(
 ) -> None:
     """Run the REPL until ``/exit`` or Ctrl-D. ``input``/``output`` are prompt-toolkit's (tests
     pass a pipe input and a dummy output); replies and notices go to ``out`` (stdout)."""
-    from ..turn.wiring import make_assistant
+    from ..app.tools.chat import make_assistant
 
     stream = out or sys.stdout
     show_rendered = stream.isatty() if rendered is None else rendered

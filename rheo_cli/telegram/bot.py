@@ -177,9 +177,9 @@ class TelegramBot:
 
     async def answer(self, rt: Runtime, chat_id: int, user_turn: ledger.Turn) -> None:
         """Run the model for a stored question and send the reply (or one line on failure)."""
+        from ..app.tools.chat import make_assistant
         from ..background.worker import kick_background
         from ..turn.results import TurnFailed, TurnInterrupted
-        from ..turn.wiring import make_assistant
 
         assistant = make_assistant(rt)
         with contextlib.suppress(Exception):
@@ -226,7 +226,7 @@ class TelegramBot:
             if not self.has_reply(rt, stored):
                 await self.answer(rt, chat_id, stored)
             return
-        from ..turn.wiring import make_assistant
+        from ..app.tools.chat import make_assistant
 
         meta = {
             "telegram": {

@@ -32,6 +32,7 @@ from .record import record_reply
 from .results import NotStored, TurnFailed, TurnInterrupted, TurnResult
 
 ToolRunner = Callable[[ToolCall, ledger.Turn], str]
+"""Runs one tool call the model made while answering the person's stored turn."""
 
 
 class Assistant:

@@ -1,22 +1,15 @@
-"""Putting an Assistant together for a runtime: tools and after-reply work."""
+"""Putting an Assistant together for a runtime: after-reply work, and the tools its caller
+gives (rheo's memory tools: `rheo_cli.app.tools.chat`, which front ends call)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from ..memory import jobs
 from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import to_stored
+from ..providers.base import ToolSpec
 from ..runtime import Runtime
-from .assistant import Assistant
-
-
-def tool_specs(assistant: str | None = None) -> list[Any]:
-    """The tools offered to Claude in a chat call with ``assistant`` (None: rheo itself)."""
-    from .tools import specs_for
-
-    return specs_for(assistant)
+from .assistant import Assistant, ToolRunner
 
 
 def honour_requests(rt: Runtime, turn: ledger.Turn) -> list[str]:
@@ -38,10 +31,13 @@ def honour_requests(rt: Runtime, turn: ledger.Turn) -> list[str]:
         return [f"could not honour a memory request: {exc}"]
 
 
-def make_assistant(rt: Runtime) -> Assistant:
-    """An Assistant for ``rt``: memory tools, an extraction job after each reply and a digest
-    job when a session closes (run by the background worker, see `background.worker.kick`)."""
-    from .tools import run_tool
+def make_assistant(
+    rt: Runtime, *, tools: list[ToolSpec] | None = None, run_tool: ToolRunner | None = None
+) -> Assistant:
+    """An Assistant for ``rt``: the ``tools`` offered to the model and what runs their calls
+    (none without them), "remember that ..." honoured when a message is stored, an
+    extraction job after each reply and a digest job when a session closes (run by the
+    background worker, see `background.worker.kick`)."""
 
     def after_reply(user_turn: ledger.Turn, reply: ledger.Turn) -> None:
         jobs.enqueue(rt.conn, profile=rt.profile, kind="extract", ref_id=reply.id, ts=reply.ts)
@@ -63,8 +59,8 @@ def make_assistant(rt: Runtime) -> Assistant:
     return Assistant(
         rt,
         on_message=on_message,
-        tools=tool_specs(rt.assistant_name),
-        run_tool=lambda call, turn: run_tool(rt, call, turn),
+        tools=tools,
+        run_tool=run_tool,
         after_reply=after_reply,
         on_session_closed=on_session_closed,
     )

@@ -100,9 +100,9 @@ def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkey
     assert "Thursday 3 December 2026, 00:20 (UTC+10:00, AEST)" in shown["system"][1]["text"]
     # Memory tools answer in local time too.
     from rheo_cli import runtime
+    from rheo_cli.app.tools.chat import run_tool
     from rheo_cli.memory.ledger import turns as ledger
     from rheo_cli.providers.base import ToolCall
-    from rheo_cli.turn.tools import run_tool
 
     rt = runtime.build()
     try:

@@ -16,18 +16,20 @@ from dataclasses import replace
 from datetime import UTC
 from typing import Any
 
-from ..memory.facts import items as item_store
-from ..memory.facts.items import CATEGORIES
-from ..memory.facts.parsing import read_fact
-from ..memory.facts.pins import own_words, pin_requested
-from ..memory.facts.reinforce import writes_from_turn
-from ..memory.facts.remember import remember
-from ..memory.facts.scope import ASSISTANT, SCOPES, assistant_in, read_scope
-from ..memory.ledger import turns as ledger
-from ..memory.store.timeutil import display
-from ..memory.text.render import entry
-from ..providers.base import ToolCall, ToolSpec
-from ..runtime import Runtime
+from ...memory.facts import items as item_store
+from ...memory.facts.items import CATEGORIES
+from ...memory.facts.parsing import read_fact
+from ...memory.facts.pins import own_words, pin_requested
+from ...memory.facts.reinforce import writes_from_turn
+from ...memory.facts.remember import remember
+from ...memory.facts.scope import ASSISTANT, SCOPES, assistant_in, read_scope
+from ...memory.ledger import turns as ledger
+from ...memory.store.timeutil import display
+from ...memory.text.render import entry
+from ...providers.base import ToolCall, ToolSpec
+from ...runtime import Runtime
+from ...turn import wiring
+from ...turn.assistant import Assistant
 
 WRITE_MEMORY = ToolSpec(
     name="write_memory",
@@ -201,8 +203,18 @@ def run_tool(rt: Runtime, call: ToolCall, turn: ledger.Turn) -> str:
     try:
         return runner(rt, call.input, turn)
     except Exception as exc:  # noqa: BLE001 - a tool failure is reported to the model
-        from ..memory.store.errors import EngineError
+        from ...memory.store.errors import EngineError
 
         if isinstance(exc, EngineError):
             return f"error: {exc}"
         return f"error: {type(exc).__name__}: {json.dumps(str(exc))[:200]}"
+
+
+def make_assistant(rt: Runtime) -> Assistant:
+    """An Assistant for ``rt`` with the chat's memory tools (`wiring.make_assistant`: an
+    extraction job after each reply, a digest job when a session closes)."""
+    return wiring.make_assistant(
+        rt,
+        tools=specs_for(rt.assistant_name),
+        run_tool=lambda call, turn: run_tool(rt, call, turn),
+    )
