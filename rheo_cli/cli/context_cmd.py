@@ -54,14 +54,14 @@ def context(
     except UsageError:
         message = ""  # no message: show what is injected around an empty one
     rt = runtime_for(profile, assistant=assistant)
-    from ..app.tools.chat import specs_for
+    from ..app.tools.chat import specs
     from ..turn.preview import preview
 
     info = preview(
         rt,
         message,
         budget=budget,
-        tools=specs_for(rt.assistant_name),
+        tools=specs(rt.assistant_name),
         new_session=GLOBAL.new,
     )
     if json_out:

@@ -43,7 +43,7 @@ def test_a_due_date_given_as_a_date_stays_that_date(rheo, api, monkeypatch, home
                 {
                     "category": "open_item",
                     "topic": "acme invoice",
-                    "content": {"label": "Send the Acme invoice"},
+                    "label": "Send the Acme invoice",
                     "due": "2026-12-04",
                 },
             ),
@@ -107,7 +107,7 @@ def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkey
     rt = runtime.build()
     try:
         me = ledger.get_turn(rt.conn, rt.profile, 1)
-        found = run_tool(rt, ToolCall("t1", "chat_search", {"query": "Thursday"}), me)
+        found = run_tool(rt, ToolCall("t1", "chat_search", {"query": "Thursday"}), me).text
         assert "#2 [2026-12-03 00:10] assistant: Good night owl" in found
         assert "UTC" not in found
     finally:
