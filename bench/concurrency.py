@@ -10,7 +10,7 @@ file or a fresh PostgreSQL schema (``bench/backends.py``; dropped at the end). T
 ``--clients`` processes each build rheo's runtime for the same profile the way a command
 does (``RHEO_HOME``, or ``RHEO_DATABASE_URL`` for PostgreSQL), open their own connection,
 wait at a barrier, and all at once run ``--turns`` turns each through the real turn path
-(`turn.wiring.make_assistant`: store the message, honour memory requests, assemble the
+(`app.tools.chat.make_assistant`: store the message, honour memory requests, assemble the
 context, call the model, record the reply, enqueue the extraction job). The model is the
 in-process fake of the tests (``tests/fakeprovider.py``): no network at all, so the figure is
 rheo's and the store's. Background workers are off (``RHEO_WORKER=off``); their jobs stay
@@ -70,8 +70,8 @@ def client(
         from fakeprovider import FakeProvider
 
         from rheo_cli.app import app as runtime
+        from rheo_cli.app.tools.chat import make_assistant
         from rheo_cli.memory.context import assemble as assemble_mod
-        from rheo_cli.turn.wiring import make_assistant
 
         real_assemble = assemble_mod.assemble
 

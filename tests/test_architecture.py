@@ -20,15 +20,18 @@ LAYERS: dict[str, set[str]] = {
     "core": {"memory", "providers"},
     "turn": {"memory", "providers", "core"},
     "background": {"memory", "providers", "core", "turn"},
+    # the application layer every front end calls (the memory tools of chat and MCP)
+    "app": {"turn", "memory", "providers", "core", "background"},
     "ui": {"core", "memory"},
     # other tools' history, parsed and written into the ledger
     "importers": {"memory", "core"},
     # the memory served to other clients over the Model Context Protocol
-    "mcpserver": {"turn", "memory", "core", "providers", "background"},
-    "repl": {"turn", "memory", "ui", "core", "providers", "background"},
+    "mcpserver": {"app", "turn", "memory", "core", "providers", "background"},
+    "repl": {"app", "turn", "memory", "ui", "core", "providers", "background"},
     "io": {"memory"},
-    "telegram": {"turn", "memory", "ui", "core", "providers", "background"},
+    "telegram": {"app", "turn", "memory", "ui", "core", "providers", "background"},
     "cli": {
+        "app",
         "telegram",
         "turn",
         "memory",

@@ -73,11 +73,13 @@ class Notice:
 
 @dataclass(frozen=True)
 class ToolActivity:
-    """The model called one of rheo's memory tools: its ``name`` and a short ``summary`` of
-    what it did (``stored #12: Ana prefers tea``)."""
+    """The model called one of rheo's memory tools: its ``name``, a short ``summary`` of what
+    it did (the first line the tool answered, e.g. ``stored #12: Ana prefers tea``) and
+    whether the call was refused or failed."""
 
     name: str
     summary: str
+    failed: bool = False
 
 
 Event = TextDelta | Notice | ToolActivity
@@ -222,9 +224,13 @@ class Conversation:
         return None, None
 
     def _assistant(self, opts: SendOptions, emit: EventSink) -> Any:
-        from ..turn.wiring import make_assistant
+        from .tools.chat import make_assistant
 
-        assistant = make_assistant(self.app, on_tool=lambda n, s: emit(ToolActivity(n, s)))
+        def on_tool(name: str, output: Any) -> None:
+            first = (output.text.strip().splitlines() or [""])[0]
+            emit(ToolActivity(name, first[:200], failed=bool(output.is_error)))
+
+        assistant = make_assistant(self.app, on_tool=on_tool)
         assistant.extra_system = opts.system
         assistant.incognito = opts.incognito
         return assistant

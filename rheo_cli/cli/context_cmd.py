@@ -54,14 +54,14 @@ def context(
     except UsageError:
         message = ""  # no message: show what is injected around an empty one
     rt = runtime_for(profile, assistant=assistant)
+    from ..app.tools.chat import specs
     from ..turn.preview import preview
-    from ..turn.wiring import tool_specs
 
     info = preview(
         rt,
         message,
         budget=budget,
-        tools=tool_specs(rt.assistant_name),
+        tools=specs(rt.assistant_name),
         new_session=GLOBAL.new,
     )
     if json_out:

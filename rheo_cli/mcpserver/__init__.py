@@ -1,6 +1,7 @@
 """``rheo mcp``: rheo's memory offered to other clients (Claude Code, Claude Desktop) as a
 Model Context Protocol server over stdio, for one profile.
 
-`actions` holds what each tool does (plain functions over a Runtime, no SDK); `server` puts
-them behind the official ``mcp`` SDK, which only ``rheo mcp`` imports.
+`server` puts rheo's memory tools (`rheo_cli.app.tools`: what each tool does, plain
+functions over a Runtime, no SDK) behind the official ``mcp`` SDK, which only ``rheo mcp``
+imports.
 """

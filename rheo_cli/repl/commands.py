@@ -179,10 +179,11 @@ def _exit(state: ReplState, arg: str) -> None:
 
 
 def _context(state: ReplState, arg: str) -> None:
+    from ..app.tools.chat import specs
     from ..turn.preview import preview
-    from ..turn.wiring import tool_specs
 
-    info = preview(state.rt, arg, tools=tool_specs(), new_session=state.force_new)
+    tools = specs(state.rt.assistant_name)  # what a message here would offer the model
+    info = preview(state.rt, arg, tools=tools, new_session=state.force_new)
     for section in info["sections"]:
         state.say(section["text"])
         state.say("")

@@ -27,11 +27,12 @@ from ..memory.store.timeutil import to_stored
 from ..providers.base import ChatRequest, Provider, ProviderError, ToolCall
 from ..services import Services
 from . import assemble, store
-from .converse import Reply, converse
+from .converse import Reply, ToolOutput, converse
 from .record import record_reply
 from .results import NotStored, TurnFailed, TurnInterrupted, TurnResult
 
-ToolRunner = Callable[[ToolCall, ledger.Turn], str]
+ToolRunner = Callable[[ToolCall, ledger.Turn], ToolOutput]
+"""Runs one tool call the model made while answering the person's stored turn."""
 
 
 class Assistant:

@@ -28,6 +28,17 @@ MAX_TOOL_ROUNDS = 6
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+@dataclass(frozen=True)
+class ToolOutput:
+    """What a tool call gave the model: its text, and whether the call failed (``is_error``:
+    the text is one line saying why; sent as the ``tool_result``'s ``is_error``). ``crash``
+    holds an exception nobody expected, for a front end to log; None otherwise."""
+
+    text: str
+    is_error: bool = False
+    crash: BaseException | None = field(default=None, repr=False, compare=False)
+
+
 @dataclass
 class Reply:
     """What the model said in one turn so far: the text in pieces, usage summed over its
@@ -56,12 +67,13 @@ def converse(
     request: ChatRequest,
     reply: Reply,
     *,
-    run_tool: Callable[[ToolCall], str] | None = None,
+    run_tool: Callable[[ToolCall], ToolOutput] | None = None,
     on_text: Callable[[str], None] | None = None,
 ) -> None:
     """Send ``request`` and stream the answer into ``reply`` (``on_text`` gets each piece of
-    text); while the model stops to use tools and ``run_tool`` is given, run them, append
-    the calls and their results to ``request.messages`` and call again, at most
+    text); while the model stops to use tools and ``run_tool`` is given, run them (a failed
+    call is a ``tool_result`` with ``is_error``), append the calls and their results to
+    ``request.messages`` and call again, at most
     `MAX_TOOL_ROUNDS` calls in all.
 
     Raises ProviderError (``stream_broken`` when a stream ends without finishing) and lets
@@ -92,8 +104,16 @@ def converse(
         results = []
         for call in pending:
             output = run_tool(call)
-            reply.tool_calls.append({"name": call.name, "input": call.input, "result": output})
-            results.append({"type": "tool_result", "tool_use_id": call.id, "content": output})
+            done: dict[str, Any] = {"name": call.name, "input": call.input, "result": output.text}
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": output.text,
+            }
+            if output.is_error:
+                done["is_error"] = result["is_error"] = True
+            reply.tool_calls.append(done)
+            results.append(result)
         request.messages.append({"role": "assistant", "content": finished.content})
         request.messages.append({"role": "user", "content": results})
         if reply.parts and not reply.parts[-1].endswith("\n"):

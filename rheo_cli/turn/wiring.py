@@ -1,24 +1,15 @@
-"""Putting an Assistant together for a command's services: tools and after-reply work."""
+"""Putting an Assistant together for a command's services: after-reply work, and the tools
+its caller gives (rheo's memory tools: `rheo_cli.app.tools.chat`)."""
 
 from __future__ import annotations
-
-import contextlib
-from collections.abc import Callable
-from typing import Any
 
 from ..memory import jobs
 from ..memory.ledger import sources
 from ..memory.ledger import turns as ledger
 from ..memory.store.timeutil import to_stored
+from ..providers.base import ToolSpec
 from ..services import Services
-from .assistant import Assistant
-
-
-def tool_specs(assistant: str | None = None) -> list[Any]:
-    """The tools offered to Claude in a chat call with ``assistant`` (None: rheo itself)."""
-    from .tools import specs_for
-
-    return specs_for(assistant)
+from .assistant import Assistant, ToolRunner
 
 
 def honour_requests(rt: Services, turn: ledger.Turn) -> list[str]:
@@ -40,19 +31,13 @@ def honour_requests(rt: Services, turn: ledger.Turn) -> list[str]:
         return [f"could not honour a memory request: {exc}"]
 
 
-def make_assistant(rt: Services, *, on_tool: Callable[[str, str], None] | None = None) -> Assistant:
-    """An Assistant for ``rt``: memory tools, an extraction job after each reply and a digest
-    job when a session closes (run by the background worker, see `background.worker.kick`).
-    ``on_tool(name, summary)`` hears of each memory tool the model ran (the first line of
-    what the tool answered)."""
-    from .tools import run_tool
-
-    def tool(call: Any, turn: ledger.Turn) -> str:
-        answer = run_tool(rt, call, turn)
-        if on_tool is not None:
-            with contextlib.suppress(Exception):
-                on_tool(call.name, (answer.strip().splitlines() or [""])[0][:200])
-        return answer
+def make_assistant(
+    rt: Services, *, tools: list[ToolSpec] | None = None, run_tool: ToolRunner | None = None
+) -> Assistant:
+    """An Assistant for ``rt``: the ``tools`` offered to the model and what runs their calls
+    (none without them), "remember that ..." honoured when a message is stored, an
+    extraction job after each reply and a digest job when a session closes (run by the
+    background worker, see `background.worker.kick`)."""
 
     def after_reply(user_turn: ledger.Turn, reply: ledger.Turn) -> None:
         jobs.enqueue(rt.conn, profile=rt.profile, kind="extract", ref_id=reply.id, ts=reply.ts)
@@ -74,8 +59,8 @@ def make_assistant(rt: Services, *, on_tool: Callable[[str, str], None] | None =
     return Assistant(
         rt,
         on_message=on_message,
-        tools=tool_specs(rt.assistant_name),
-        run_tool=tool,
+        tools=tools,
+        run_tool=run_tool,
         after_reply=after_reply,
         on_session_closed=on_session_closed,
     )

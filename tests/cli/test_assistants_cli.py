@@ -254,7 +254,7 @@ def test_write_memory_scope_comes_from_the_chats_assistant(rheo, team, fake_mode
                     {
                         "category": "preference",
                         "topic": "follow-ups",
-                        "content": {"label": "Prefers email for follow-ups"},
+                        "label": "Prefers email for follow-ups",
                         "scope": "assistant",
                     },
                 ),
@@ -263,7 +263,7 @@ def test_write_memory_scope_comes_from_the_chats_assistant(rheo, team, fake_mode
                     {
                         "category": "operations",
                         "topic": "company size",
-                        "content": {"label": "Company has 5 employees"},
+                        "label": "Company has 5 employees",
                     },
                 ),
             ]

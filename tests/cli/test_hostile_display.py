@@ -177,8 +177,8 @@ def test_json_keeps_the_values_exact(rheo, api, monkeypatch, home):
 def test_repl_views_are_safe(rheo, api, monkeypatch, home):
     seed_hostile(rheo, api, monkeypatch, home)
     from rheo_cli.app import app as runtime
+    from rheo_cli.app.tools.chat import make_assistant
     from rheo_cli.repl import commands
-    from rheo_cli.turn.wiring import make_assistant
 
     rt = runtime.build(profile=None, model=None)
     out = io.StringIO()

@@ -43,7 +43,7 @@ def test_a_due_date_given_as_a_date_stays_that_date(rheo, api, monkeypatch, home
                 {
                     "category": "open_item",
                     "topic": "acme invoice",
-                    "content": {"label": "Send the Acme invoice"},
+                    "label": "Send the Acme invoice",
                     "due": "2026-12-04",
                 },
             ),
@@ -100,14 +100,14 @@ def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkey
     assert "Thursday 3 December 2026, 00:20 (UTC+10:00, AEST)" in shown["system"][1]["text"]
     # Memory tools answer in local time too.
     from rheo_cli.app import app as runtime
+    from rheo_cli.app.tools.chat import run_tool
     from rheo_cli.memory.ledger import turns as ledger
     from rheo_cli.providers.base import ToolCall
-    from rheo_cli.turn.tools import run_tool
 
     rt = runtime.build()
     try:
         me = ledger.get_turn(rt.conn, rt.profile, 1)
-        found = run_tool(rt, ToolCall("t1", "chat_search", {"query": "Thursday"}), me)
+        found = run_tool(rt, ToolCall("t1", "chat_search", {"query": "Thursday"}), me).text
         assert "#2 [2026-12-03 00:10] assistant: Good night owl" in found
         assert "UTC" not in found
     finally:

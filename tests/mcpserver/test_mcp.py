@@ -464,7 +464,7 @@ def test_the_memory_engine_is_imported_on_the_first_tool_call(home: Path) -> Non
         "from rheo_cli.mcpserver.server import build as server\n"
         "server(build())\n"
         "print(sorted(m for m in sys.modules if m.startswith(('rheo_cli.memory.facts.items',"
-        " 'rheo_cli.mcpserver.actions', 'rheo_cli.memory.context', 'anthropic'))))\n"
+        " 'rheo_cli.app.tools.actions', 'rheo_cli.memory.context', 'anthropic'))))\n"
     )
     env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home)})
     proc = subprocess.run(

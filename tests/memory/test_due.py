@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rheo_cli.app.tools.actions import ToolInputError
+from rheo_cli.app.tools.actions import _due as mcp_due
 from rheo_cli.cli.dates import resolve_due
 from rheo_cli.errors import UsageError
-from rheo_cli.mcpserver.actions import ToolInputError
-from rheo_cli.mcpserver.actions import _due as mcp_due
 from rheo_cli.memory import due
 from rheo_cli.memory.facts.parsing import parse_facts
 from rheo_cli.memory.store.errors import InvalidInput

@@ -184,7 +184,7 @@ def test_tool_writes_are_limited_per_message(rheo, api, home):
             "input": {
                 "category": "fact",
                 "topic": f"t{n}",
-                "content": {"label": f"Fact number {n}"},
+                "label": f"Fact number {n}",
             },
         }
         for n in range(7)
@@ -194,21 +194,28 @@ def test_tool_writes_are_limited_per_message(rheo, api, home):
     assert len(db_rows(home, "SELECT id FROM memory_items")) == 5
 
 
-def test_out_of_range_due_date_from_a_tool_is_dropped(rheo, api, home):
+def test_out_of_range_due_date_from_a_tool_is_refused(rheo, api, home):
+    # A tool call's bad date is refused in one line (the model can call again with a
+    # date), as over MCP; only the background extractor drops a date and keeps the fact.
     api.queue(
         tool_use(
             "write_memory",
             {
                 "category": "open_item",
                 "topic": "someday",
-                "content": {"label": "Learn Sanskrit"},
+                "label": "Learn Sanskrit",
                 "due": "0999-06-01",
             },
         ),
         text("ok"),
     )
     rheo("ask", "one day I'll learn Sanskrit")
-    assert db_rows(home, "SELECT due_at FROM memory_items")[0][0] is None
+    result = api.message_requests[1].body["messages"][2]["content"][0]
+    assert result["is_error"] is True
+    assert result["content"] == (
+        "due '0999-06-01' is out of range: dates must be between the years 1000 and 9998"
+    )
+    assert db_rows(home, "SELECT due_at FROM memory_items") == []
     api.queue(text("still fine"))
     assert rheo("ask", "hello").exit_code == 0
     assert rheo("items", "list").exit_code == 0

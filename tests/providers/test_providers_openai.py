@@ -71,7 +71,7 @@ def test_write_memory_tool_call_stores_a_fact(rheo, oai, home):
             {
                 "category": "preference",
                 "topic": "coffee",
-                "content": {"label": "Drinks oat-milk flat whites"},
+                "label": "Drinks oat-milk flat whites",
                 "confidence": 0.9,
             },
         ),
