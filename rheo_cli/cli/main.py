@@ -22,7 +22,7 @@ from . import (
     digests_cmd,
     doctor_cmd,
     history,
-    import_history_cmd,
+    import_cmd,
     kb_cmd,
     mcp_cmd,
     memory_cmd,
@@ -125,7 +125,7 @@ app.add_typer(config_cmd.app, name="config", rich_help_panel=MAINTENANCE)
 app.command(rich_help_panel=MAINTENANCE)(paths_cmd.paths)
 app.command(rich_help_panel=MAINTENANCE)(providers_cmd.providers)
 app.add_typer(kb_cmd.app, name="kb", rich_help_panel=MEMORY)
-app.command("import-history", rich_help_panel=HISTORY)(import_history_cmd.import_history)
+app.command("import-history", rich_help_panel=HISTORY)(import_cmd.import_history)
 app.command(rich_help_panel=CHAT)(mcp_cmd.mcp)
 app.command(rich_help_panel=CHAT)(telegram_cmd.telegram)
 app.command(rich_help_panel=MAINTENANCE)(purge_cmd.purge)

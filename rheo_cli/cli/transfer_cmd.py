@@ -26,9 +26,9 @@ def _write_export(
     """Write export records to the new file ``output`` (mode 0600), which never exists
     half-written; returns how many records. ``point``: a crash point reached when every
     record is written, before the file takes its name. Raises StoreError when it exists."""
-    from ..io import rheo_jsonl
     from ..memory.store import crash
     from ..memory.store.private_file import new_private_file
+    from ..transfer import rheo_jsonl
 
     with new_private_file(output) as partial:
         with open(partial, "w", encoding="utf-8") as out:
@@ -81,7 +81,7 @@ def backup(
     if target.absolute() in {f.absolute() for f in own}:
         raise UsageError(f"{target} is one of rheo's own files: choose another name")
     if rt.store_url:
-        from ..memory import exchange
+        from ..memory.archive import exchange
 
         with exchange.snapshot(rt.conn):
             records = exchange.export_records(rt.conn, [rt.profile])
@@ -132,8 +132,9 @@ def export(
       rheo export -o rheo-default.jsonl
       rheo export --all -o everything.jsonl
     """
-    from ..io import rheo_jsonl
-    from ..memory import archive, exchange
+    from ..memory import archive
+    from ..memory.archive import exchange
+    from ..transfer import rheo_jsonl
 
     rt = runtime_for(profile)
     if all_ and rt.store_url:
@@ -194,12 +195,12 @@ def import_(
       rheo import everything.jsonl
       rheo import conversations.json --from chatgpt
     """
-    from ..importers import FORMATS as HISTORY_FORMATS
-    from ..importers import sniff as sniff_history
-    from ..io import formats
-    from ..memory import exchange
+    from ..memory.archive import exchange
     from ..memory.store.errors import InvalidInput
-    from .import_history_cmd import import_history
+    from ..transfer import formats
+    from ..transfer.history_formats import FORMATS as HISTORY_FORMATS
+    from ..transfer.history_formats import sniff as sniff_history
+    from .import_cmd import import_history
 
     file = file_arg(file)
     history = (from_ or "").strip().lower()

@@ -1,59 +1,22 @@
-"""The neutral shape every history parser produces, whatever tool the history came from."""
+"""What every reader of another program's chat history shares: its error, and the helpers that
+build the neutral shape the engine imports (`rheo_cli.memory.archive.history`: `Parsed`
+conversations of `Message`), whatever program the history came from."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..memory.archive.history import Conversation, Message
 
 
 class MalformedHistory(UsageError):
     """The file is not the format it was read as; the message names the file and the line,
     conversation or message at fault. Raised before anything is written."""
-
-
-@dataclass(frozen=True)
-class Message:
-    """One message: ``role`` user or assistant, its text, its original time (aware, UTC),
-    ``key`` a stable source key unique in that tool (``chatgpt:<message id>``), and for
-    replies the model that wrote it when the tool recorded one."""
-
-    role: str
-    content: str
-    when: datetime
-    key: str
-    model: str | None = None
-
-
-@dataclass
-class Conversation:
-    """One conversation in its own order: ``key`` (``chatgpt:<conversation id>``), title,
-    messages (times never go backwards: a message dated before the one it answers is given
-    its predecessor's time)."""
-
-    key: str
-    title: str
-    messages: list[Message] = field(default_factory=list)
-
-
-@dataclass
-class Parsed:
-    """What a parser read: the format, conversations holding at least one message, and how
-    many messages (or conversations) it left out, by reason."""
-
-    fmt: str
-    conversations: list[Conversation] = field(default_factory=list)
-    skipped: Counter[str] = field(default_factory=Counter)
-
-    @property
-    def messages(self) -> int:
-        """How many messages the conversations hold."""
-        return sum(len(c.messages) for c in self.conversations)
 
 
 def add_message(

@@ -22,18 +22,21 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from . import archive
-from .kb import transfer as kb_transfer
-from .store.db import write
-from .store.errors import InvalidInput
-from .store.pg import dialect
-from .store.profiles import check_profile
+from ..kb import transfer as kb_transfer
+from ..store.db import write
+from ..store.errors import InvalidInput
+from ..store.pg import dialect
+from ..store.profiles import check_profile
+from . import export as ledger_export
+from . import importing as ledger_import
+from .keys import KINDS as LEDGER_KINDS
+from .tombstones import purged_keys
 
 VERSION = 3
 """The newest export format this rheo reads and writes (2: with the knowledge base; 3: with
 assistant-specific memory items)."""
 
-KINDS = (*archive.KINDS, *kb_transfer.KINDS)
+KINDS = (*LEDGER_KINDS, *kb_transfer.KINDS)
 
 
 class snapshot:  # noqa: N801 - used as a context manager, like `write`
@@ -42,11 +45,11 @@ class snapshot:  # noqa: N801 - used as a context manager, like `write`
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._inner: archive.snapshot | None = None
+        self._inner: ledger_export.snapshot | None = None
 
     def __enter__(self) -> sqlite3.Connection:
         if dialect(self.conn) != "postgres":
-            self._inner = archive.snapshot(self.conn)
+            self._inner = ledger_export.snapshot(self.conn)
             return self._inner.__enter__()
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self.conn.execute("SELECT 1").fetchone()  # the snapshot is taken here
@@ -60,11 +63,11 @@ class snapshot:  # noqa: N801 - used as a context manager, like `write`
 
 
 def export_records(conn: sqlite3.Connection, names: list[str]) -> Iterator[dict[str, Any]]:
-    """The header, every record `archive.export_records` yields for ``names``, then each
+    """The header, every record `export.export_records` yields for ``names``, then each
     profile's knowledge base. Read inside a `snapshot`."""
     with_kb = kb_transfer.has_documents(conn, names)
-    version = 3 if archive.has_assistant_items(conn, names) else 2 if with_kb else None
-    for record in archive.export_records(conn, names):
+    version = 3 if ledger_export.has_assistant_items(conn, names) else 2 if with_kb else None
+    for record in ledger_export.export_records(conn, names):
         if record.get("type") == "header" and version is not None:
             record = {**record, "version": version}
         yield record
@@ -92,9 +95,9 @@ def import_records(
     records: Iterable[tuple[int, dict[str, Any]]],
     *,
     include_purged: bool = False,
-) -> archive.ImportCounts:
+) -> ledger_import.ImportCounts:
     """Write ``(line number, record)`` pairs of a rheo export in one transaction (see
-    `archive.import_records`, whose rules hold), the knowledge base included; returns what
+    `importing.import_records`, whose rules hold), the knowledge base included; returns what
     was added per kind, how many records were already stored, and how many were left out
     because a purge of this store erased them (all imported with ``include_purged``). Raises
     InvalidInput naming the line of the first bad record; then nothing is written."""
@@ -110,15 +113,19 @@ def import_records(
             else:
                 yield line, record
 
-    counts = archive.ImportCounts()
+    counts = ledger_import.ImportCounts()
     counts.added.update(dict.fromkeys(kb_transfer.KINDS, 0))
     with write(conn):
         if postgres:
             for profile, group in itertools.groupby(others(), key=_profile):
                 _act_as(conn, profile)
-                _merge(counts, archive.import_records(conn, group, include_purged=include_purged))
+                _merge(
+                    counts, ledger_import.import_records(conn, group, include_purged=include_purged)
+                )
         else:
-            _merge(counts, archive.import_records(conn, others(), include_purged=include_purged))
+            _merge(
+                counts, ledger_import.import_records(conn, others(), include_purged=include_purged)
+            )
         for profile, group in itertools.groupby(kb, key=_profile):
             items = list(group)
             if not isinstance(profile, str) or not profile:
@@ -128,7 +135,7 @@ def import_records(
             except InvalidInput as exc:
                 raise InvalidInput(f"line {items[0][0]}: {exc}") from None
             _act_as(conn, profile)
-            purged = set() if include_purged else archive.purged_keys(conn, profile)
+            purged = set() if include_purged else purged_keys(conn, profile)
             added, present, left_out = kb_transfer.import_records(
                 conn, profile, items, purged=purged
             )
@@ -151,7 +158,7 @@ def _refuse_nul(line: int, record: dict[str, Any]) -> None:
             )
 
 
-def _merge(into: archive.ImportCounts, part: archive.ImportCounts) -> None:
+def _merge(into: ledger_import.ImportCounts, part: ledger_import.ImportCounts) -> None:
     for kind, n in part.added.items():
         into.added[kind] = into.added.get(kind, 0) + n
     into.present += part.present

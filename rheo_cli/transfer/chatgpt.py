@@ -15,14 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .model import (
-    Conversation,
-    MalformedHistory,
-    Parsed,
-    add_message,
-    load_json_list,
-    where,
-)
+from ..memory.archive.history import Conversation, Parsed
+from .history import MalformedHistory, add_message, load_json_list, where
 
 TEXT_TYPES = ("text", "multimodal_text")
 

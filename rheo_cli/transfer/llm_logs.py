@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidInput
+from ..memory.store.errors import InvalidInput
 
 LLM_COLUMNS = ("id", "model", "prompt", "response", "conversation_id", "datetime_utc")
 """Columns of llm's ``responses`` table an import reads; all must exist."""

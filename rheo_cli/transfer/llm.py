@@ -2,7 +2,7 @@
 becomes the person's prompt and the model's response, both at the exchange's time, grouped by
 conversation (a thread since llm 0.32); an exchange without one is a conversation of its own.
 
-Reads both schemas llm has written (`foreign.read_llm_responses`): the message store of llm
+Reads both schemas llm has written (`llm_logs.read_llm_responses`): the message store of llm
 0.32 and later (``threads``, ``turns``, ``messages``, ``parts``) and the legacy ``responses``
 table of llm 0.4 to 0.31, which an upgraded logs.db still holds.
 """
@@ -14,9 +14,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..memory.archive.history import Conversation, Parsed
 from ..memory.store.errors import InvalidInput
-from ..memory.store.foreign import read_llm_responses
-from .model import Conversation, MalformedHistory, Parsed, add_message
+from .history import MalformedHistory, add_message
+from .llm_logs import read_llm_responses
 
 
 def _time(value: Any, here: str) -> datetime:

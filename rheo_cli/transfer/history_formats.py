@@ -1,9 +1,10 @@
-"""Bringing other tools' chat history into rheo's ledger: the ``llm`` CLI's ``logs.db``, a
+"""Other tools' chat history rheo reads: the ``llm`` CLI's ``logs.db``, a
 ChatGPT data export and a Claude.ai data export.
 
 Each format has a parser (`llm`, `chatgpt`, `claude_ai`) that reads the file into neutral
-`model.Conversation` objects (messages with their original times and stable source keys) and
-touches nothing; `store.import_history` then writes them in one transaction.
+`Conversation` objects (messages with their original times and stable source keys) and
+touches nothing; `rheo_cli.memory.archive.history.import_history` then writes them in one
+transaction.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from .model import Parsed
+from ..memory.archive.history import Parsed
 
 FORMATS = ("llm", "chatgpt", "claude")
 """The history formats rheo imports (``rheo import-history FORMAT FILE``)."""

@@ -13,7 +13,8 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
-from ..memory import archive, exchange
+from ..memory import archive
+from ..memory.archive import exchange
 from ..memory.text.safety import json_escape
 
 NAME = "rheo"

@@ -13,9 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..memory.archive.history import Conversation, Parsed
 from ..memory.store.errors import InvalidInput
 from ..memory.store.timeutil import parse_instant
-from .model import Conversation, MalformedHistory, Parsed, add_message, load_json_list, where
+from .history import MalformedHistory, add_message, load_json_list, where
 
 ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
 

@@ -3,7 +3,7 @@
 Each format here is a module with ``NAME``, ``sniff(first_line: bytes) -> bool`` and
 ``read(data: IO[bytes]) -> Iterator[(line, record)]`` yielding rheo export records (see
 `rheo_cli.memory.archive`); list a new one in `FORMATS`. Other tools' chat histories (llm,
-ChatGPT, Claude.ai) are read by `rheo_cli.importers`; ``rheo import`` hands such files to it.
+ChatGPT, Claude.ai) are read by `history_formats`; ``rheo import`` hands such files to it.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def import_history(
       rheo import-history chatgpt conversations.json
       rheo import-history llm "$(llm logs path)" --extract
     """
-    from ..importers import FORMATS, parser_for
+    from ..transfer.history_formats import FORMATS, parser_for
 
     if fmt not in FORMATS:
         raise UsageError(f"unknown history format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -101,7 +101,7 @@ def no_conversations(fmt: str, skipped: Any) -> str:
 
 
 def _write(rt, parsed, *, extract: bool, bar: bool, include_purged: bool = False):  # type: ignore[no-untyped-def]
-    from ..importers.store import import_history as write_history
+    from ..memory.archive.history import import_history as write_history
     from ..memory.store.timeutil import to_stored
 
     progress = None
