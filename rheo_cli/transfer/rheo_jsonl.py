@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from ..memory import archive
-from ..memory.archive import exchange
 from ..memory.text.safety import json_escape
 
 NAME = "rheo"
@@ -73,10 +72,10 @@ def read(data: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             if record.get("type") != "header" or record.get("format") != archive.FORMAT:
                 raise FormatError(f"line {number}: not a rheo export (no header line)")
             version = record.get("version")
-            if not isinstance(version, int) or version > exchange.VERSION:
+            if not isinstance(version, int) or version > archive.VERSION:
                 raise FormatError(
                     f"line {number}: export format version {version!r}; this rheo reads "
-                    f"up to {exchange.VERSION}"
+                    f"up to {archive.VERSION}"
                 )
             seen_header = True
         yield number, record

@@ -1,11 +1,11 @@
-"""rheo's export format on both stores: what `archive` exports and imports, plus the
-knowledge base (`kb.transfer`), and the PostgreSQL side of both.
+"""rheo's export format on both stores: a profile's ledger and memory (`export`,
+`importing`), plus the knowledge base (`kb.transfer`), and the PostgreSQL side of both.
 
 An export holding knowledge-base records says version 2 in its header, so an older rheo
 refuses it with one line instead of stopping at the first record it does not know; one holding
 memory items of one assistant (their ``assistant`` field) says version 3, so an older rheo
 refuses it rather than import those facts as shared; an export with neither stays version 1,
-byte for byte what it was.
+byte for byte what it was (`keys.version_for`; `keys.VERSION` is the newest).
 
 On PostgreSQL a connection is bound to one tenant: a snapshot is a ``REPEATABLE READ``
 transaction, and an import writes each profile's records as that profile's tenant (for the
@@ -30,11 +30,8 @@ from ..store.profiles import check_profile
 from . import export as ledger_export
 from . import importing as ledger_import
 from .keys import KINDS as LEDGER_KINDS
+from .keys import version_for
 from .tombstones import purged_keys
-
-VERSION = 3
-"""The newest export format this rheo reads and writes (2: with the knowledge base; 3: with
-assistant-specific memory items)."""
 
 KINDS = (*LEDGER_KINDS, *kb_transfer.KINDS)
 
@@ -66,11 +63,10 @@ def export_records(conn: sqlite3.Connection, names: list[str]) -> Iterator[dict[
     """The header, every record `export.export_records` yields for ``names``, then each
     profile's knowledge base. Read inside a `snapshot`."""
     with_kb = kb_transfer.has_documents(conn, names)
-    version = 3 if ledger_export.has_assistant_items(conn, names) else 2 if with_kb else None
-    for record in ledger_export.export_records(conn, names):
-        if record.get("type") == "header" and version is not None:
-            record = {**record, "version": version}
-        yield record
+    version = version_for(
+        knowledge=with_kb, assistants=ledger_export.has_assistant_items(conn, names)
+    )
+    yield from ledger_export.export_records(conn, names, version)
     if with_kb:
         for profile in names:
             yield from kb_transfer.export_records(conn, profile)
