@@ -1,71 +1,228 @@
-"""``rheo import-history FORMAT FILE``: bring another tool's chat history into the ledger."""
+"""``rheo import FILE``: a rheo export, or another program's chat history, recognised by content;
+``rheo import-history [FORMAT] FILE``: its alias, kept for scripts."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..errors import RheoError, UsageError
 from ..ui.output import echo, print_json
-from .errors import command
+from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
 from .state import runtime_for
 
-FORMAT_HELP = (
-    "llm (the llm CLI's logs.db), chatgpt (conversations.json of a ChatGPT export) or "
-    "claude (conversations.json of a Claude.ai export)."
-)
+if TYPE_CHECKING:
+    from ..transfer.history import History
+    from ..transfer.rheo_jsonl import Records
+    from ..transfer.source import Source
+
+Extract = Annotated[
+    bool,
+    typer.Option(
+        "--extract",
+        help="Also queue fact extraction and digests for other tools' history (model calls, "
+        "run by the background worker or 'rheo maintain'); a rheo export brings its own.",
+    ),
+]
+IncludePurged = Annotated[
+    bool,
+    typer.Option(
+        "--include-purged",
+        help="Also bring back what 'rheo purge' erased from this store (left out otherwise).",
+    ),
+]
+
+
+@command
+def import_(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            help="What to import: a file, a folder or a zip archive ('-': a rheo export on stdin).",
+        ),
+    ],
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="FORMAT",
+            help="Name the format instead of letting rheo recognise it: rheo, llm, chatgpt "
+            "or claude.",
+        ),
+    ] = None,
+    extract: Extract = False,
+    json_out: Json = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            metavar="NAME",
+            help="The profile other tools' history goes into (else RHEO_PROFILE, or "
+            "'default'); a rheo export goes into the profiles it names.",
+        ),
+    ] = None,
+    include_purged: IncludePurged = False,
+) -> None:
+    """Import a rheo export or backup, or another tool's chat history (ChatGPT, Claude.ai, llm).
+
+    rheo recognises what FILE holds by its content, whatever it is called: a rheo export
+    (JSON Lines from 'rheo export', or 'rheo backup' on PostgreSQL), the llm CLI's logs.db
+    (llm 0.4 to 0.36+), a ChatGPT export (the zip, its folder, conversations.json, or one
+    conversations-NNN.json part) or a Claude.ai export (the zip, its folder or its
+    conversations.json). A file it does not recognise is refused, saying what it holds.
+
+    Safe to run again: what is already stored is skipped, recognised by its content (and a
+    message of another tool also by its id there), so a second import adds nothing. What
+    'rheo purge' erased is left out unless --include-purged. The import is one transaction:
+    a malformed file is reported in one line and nothing is imported. Other tools' history
+    keeps its times and order (each conversation its own sessions) and is learnt from only
+    with --extract. 'rheo import-history' is an alias.
+
+    \b
+    Examples:
+      rheo import everything.jsonl
+      rheo import ~/Downloads/chatgpt-export.zip --extract
+      rheo import "$(llm logs path)" --profile work
+    """
+    name = "-" if str(file) == "-" else file_arg(file)
+    run_import(
+        name, from_, extract=extract, json_out=json_out, profile=profile,
+        include_purged=include_purged,
+    )  # fmt: skip
 
 
 @command
 def import_history(
-    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help=FORMAT_HELP)],
-    file: Annotated[Path, typer.Argument(metavar="FILE", help="The file to read.")],
-    extract: Annotated[
-        bool,
-        typer.Option(
-            "--extract",
-            help="Also queue fact extraction and digests for the imported history "
-            "(model calls, run by the background worker or 'rheo maintain').",
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="[FORMAT] FILE",
+            help="llm, chatgpt or claude (optional: rheo recognises the file), then the file, "
+            "folder or zip archive to read.",
+            show_default=False,
         ),
-    ] = False,
+    ],
+    extract: Extract = False,
     json_out: Json = False,
     profile: Profile = None,
-    include_purged: Annotated[
-        bool,
-        typer.Option(
-            "--include-purged",
-            help="Also bring back messages 'rheo purge' erased from this profile (left out "
-            "otherwise).",
-        ),
-    ] = False,
+    include_purged: IncludePurged = False,
 ) -> None:
-    """Import chat history from another tool, keeping its times and order.
+    """Alias of 'rheo import', kept for scripts: import another tool's chat history.
 
-    Safe to run again: messages already imported are skipped, recognised by their id in
-    the tool or by their content (role, text, time). Messages 'rheo purge' erased are left
-    out unless --include-purged. Facts are learnt from the imported history only with
-    --extract.
+    'rheo import-history FORMAT FILE' is 'rheo import FILE --from FORMAT'; without FORMAT,
+    FILE is recognised by its content, as 'rheo import FILE' does. Everything else is
+    'rheo import' (see 'rheo import --help').
 
     \b
     Examples:
       rheo import-history chatgpt conversations.json
-      rheo import-history llm "$(llm logs path)" --extract
+      rheo import-history "$(llm logs path)" --extract
     """
-    from ..transfer.history_formats import FORMATS, parser_for
+    from ..transfer import formats
 
-    if fmt not in FORMATS:
-        raise UsageError(f"unknown history format {fmt!r}; use one of {', '.join(FORMATS)}")
-    file = file_arg(file)
-    if not file.is_file():
-        raise UsageError(f"{file}: no such file")
-    parsed = parser_for(fmt)(file)
+    if len(args) > 2:
+        raise UsageError(f"too many arguments: {' '.join(args[2:])} (give [FORMAT] FILE)")
+    fmt, file = (args[0], Path(args[1])) if len(args) == 2 else (args[0], None)
+    if file is None:
+        if fmt.strip().lower() in formats.NAMES and not Path(fmt).exists():
+            raise UsageError(f"name the file to import: rheo import-history {fmt} FILE")
+        name, chosen = file_arg(Path(fmt)), None
+    else:
+        if fmt.strip().lower() not in formats.NAMES:
+            raise UsageError(
+                f"unknown history format {fmt!r}; use one of {', '.join(formats.HISTORY)} "
+                "(or leave it out: rheo recognises the file)"
+            )
+        name, chosen = file_arg(file), fmt
+    if not name.exists():
+        raise UsageError(f"{name}: no such file")
+    run_import(
+        name, chosen, extract=extract, json_out=json_out, profile=profile,
+        include_purged=include_purged,
+    )  # fmt: skip
+
+
+def run_import(
+    name: str | Path,
+    fmt_name: str | None,
+    *,
+    extract: bool,
+    json_out: bool,
+    profile: str | None,
+    include_purged: bool,
+) -> None:
+    """Open ``name`` (``-``: stdin), take the format ``fmt_name`` names or recognise it, read
+    it and write it into the store; print what was done. Raises UsageError (exit 2) for a
+    format unknown or not recognised and for a malformed history, RheoError (exit 1) for a
+    file that cannot be read, a malformed rheo export and a history holding nothing rheo can
+    read."""
+    from ..transfer import formats
+    from ..transfer.history import History
+    from ..transfer.source import Source
+
+    with Source.open(name) as source:
+        fmt = formats.choose(fmt_name, source)
+        if fmt.version is not None and extract:
+            raise UsageError(
+                "--extract is for other tools' history: a rheo export brings its facts and "
+                "digests with it"
+            )
+        readout = fmt.read(source)
+        if isinstance(readout, History):
+            _history(source, readout, extract=extract, json_out=json_out, profile=profile,
+                     include_purged=include_purged)  # fmt: skip
+        else:
+            _records(source, readout, json_out=json_out, include_purged=include_purged)
+
+
+def _records(source: Source, readout: Records, *, json_out: bool, include_purged: bool) -> None:
+    """Import rheo's own export into the profiles it names and print the counts."""
+    from ..memory import archive
+    from ..memory.store.errors import InvalidInput
+
+    rt = runtime_for(None)
+    try:
+        counts = archive.import_records(rt.conn, readout.lines, include_purged=include_purged)
+    except (InvalidInput, ValueError) as exc:
+        raise RheoError(f"{source.label()}: {exc}; nothing was imported") from None
+    if json_out:
+        print_json(
+            {
+                "added": counts.added,
+                "already_present": counts.present,
+                "left_out_purged": counts.purged,
+            }
+        )
+        return
+    added = ", ".join(f"{n} {k.replace('_', ' ')}s" for k, n in counts.added.items() if n)
+    echo(f"imported {added or 'nothing new'}; {counts.present} already present")
+    if counts.purged:
+        say_error(
+            f"note: left out {counts.purged} record(s) that 'rheo purge' erased from this "
+            "store; --include-purged brings them back"
+        )
+
+
+def _history(
+    source: Source,
+    history: History,
+    *,
+    extract: bool,
+    json_out: bool,
+    profile: str | None,
+    include_purged: bool,
+) -> None:
+    """Import another tool's history into ``profile`` and print the summary."""
+    parsed = history.parsed
     if not parsed.conversations:
-        raise RheoError(f"{file}: {no_conversations(fmt, parsed.skipped)}")
+        raise RheoError(f"{source.label()}: {no_conversations(parsed.fmt, parsed.skipped)}")
     rt = runtime_for(profile)
     summary = _write(
         rt, parsed, extract=extract, bar=sys.stderr.isatty() and not json_out,
@@ -75,6 +232,8 @@ def import_history(
         from ..background.worker import kick_background
 
         kick_background(rt)
+    for note in history.notes:
+        say_error(f"note: {note}")
     if json_out:
         print_json(summary.to_json())
         return
@@ -95,13 +254,13 @@ def import_history(
 
 def no_conversations(fmt: str, skipped: Any) -> str:
     """Why nothing was imported from a file of format ``fmt`` that held no conversation rheo
-    can read (``skipped``: what the parser left out, by reason)."""
+    can read (``skipped``: what the reader left out, by reason)."""
     left = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
     return f"no {fmt} conversation rheo can read" + (f" (left out: {left})" if left else "")
 
 
 def _write(rt, parsed, *, extract: bool, bar: bool, include_purged: bool = False):  # type: ignore[no-untyped-def]
-    from ..memory.archive.history import import_history as write_history
+    from ..memory.archive import import_history as write_history
     from ..memory.store.timeutil import to_stored
 
     progress = None
