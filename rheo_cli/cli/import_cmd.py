@@ -44,7 +44,7 @@ def import_(
         Path,
         typer.Argument(
             metavar="FILE",
-            help="What to import: a file, a folder or a zip archive ('-': a rheo export on stdin).",
+            help="What to import: a file, a folder or a zip archive ('-': stdin).",
         ),
     ],
     from_: Annotated[

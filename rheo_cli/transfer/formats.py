@@ -50,7 +50,7 @@ FORMATS: tuple[Format, ...] = (
     Format(
         rheo_jsonl.NAME,
         "a rheo export",
-        "JSON Lines from 'rheo export', or 'rheo backup' on PostgreSQL (a file or stdin)",
+        "JSON Lines from 'rheo export', or 'rheo backup' on PostgreSQL",
         rheo_jsonl.detect,
         rheo_jsonl.read,
         archive.VERSION,
@@ -135,11 +135,6 @@ def describe(source: Source) -> str:
     """What ``source`` holds, in words, for a message: ``a JSON object with keys: a, b``, ``an
     SQLite database with tables: notes``, ``a zip archive of 3 files, none of them
     conversations.json or conversations-NNN.json``."""
-    if source.kind == "stdin":
-        return (
-            f"{says(outline(source.head))}, not a rheo export header; stdin takes rheo's own "
-            "exports only (other programs' history is read from a file, folder or zip)"
-        )
     if source.kind in ("folder", "zip"):
         what = "a folder" if source.kind == "folder" else "a zip archive"
         files = conversation_files(source)

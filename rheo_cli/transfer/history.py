@@ -124,15 +124,11 @@ def part_number(name: str) -> int | None:
 
 
 def json_files(source: Source) -> list[str | None]:
-    """What a reader of JSON conversations reads: the file itself (``[None]``), or the
-    conversation files of a folder or an archive (`conversation_files`). Raises
-    MalformedHistory when a folder or an archive holds none, or for stdin."""
-    if source.kind == "file":
+    """What a reader of JSON conversations reads: the file (or stdin) itself (``[None]``), or
+    the conversation files of a folder or an archive (`conversation_files`). Raises
+    MalformedHistory when a folder or an archive holds none."""
+    if source.kind in ("file", "stdin"):
         return [None]
-    if source.kind == "stdin":
-        raise MalformedHistory(
-            "other programs' history is read from a file, a folder or a zip archive, not stdin"
-        )
     found = conversation_files(source)
     if not found:
         raise MalformedHistory(
@@ -143,10 +139,10 @@ def json_files(source: Source) -> list[str | None]:
 
 
 def first_keys(source: Source) -> tuple[str, ...] | None:
-    """The keys of the first conversation of a JSON source (a file, or the first non-empty
-    conversation file of a folder or an archive), read from the first bytes only; None when
-    it is not a JSON array of objects (or is empty)."""
-    if source.kind == "file":
+    """The keys of the first conversation of a JSON source (a file or stdin, or the first
+    non-empty conversation file of a folder or an archive), read from the first bytes only;
+    None when it is not a JSON array of objects (or is empty)."""
+    if source.kind in ("file", "stdin"):
         found = outline(source.head)
         return found.keys if found.shape == "array" and found.items == "object" else None
     if source.kind not in ("folder", "zip"):

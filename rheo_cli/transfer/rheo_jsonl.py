@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..errors import UsageError
 from ..memory import archive
 from ..memory.store import crash
 from ..memory.store.private_file import new_private_file
@@ -88,10 +89,10 @@ def detect(source: Source) -> float:
 
 
 def read(source: Source) -> Records:
-    """The records of a rheo export (a file or stdin), as `Records`. Raises FormatError for
-    a folder or an archive."""
+    """The records of a rheo export (a file or stdin), as `Records`. Raises UsageError for a
+    folder or an archive."""
     if source.kind not in ("file", "stdin"):
-        raise FormatError(f"{source.label()} is a {source.kind}: a rheo export is one file")
+        raise UsageError(f"{source.label()} is a {source.kind}: a rheo export is one file")
     return Records(read_lines(source.stream()))
 
 

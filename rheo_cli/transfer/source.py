@@ -46,8 +46,8 @@ class Source:
 
     ``name``: as the person gave it (``-`` for stdin); ``path``: the file or folder (None for
     stdin); ``kind``: file, folder, zip (recognised by content: a file that is a zip archive)
-    or stdin; ``head``: the first `HEAD_BYTES` of a file (of stdin, its first line, read
-    whole however slowly it arrives, and given again by `stream`), empty for a folder or an
+    or stdin; ``head``: the first `HEAD_BYTES` of a file (of stdin or a pipe too, read
+    however slowly they arrive, then given again by `stream`), empty for a folder or an
     archive.
     """
 
@@ -66,14 +66,20 @@ class Source:
         text = str(name)
         if text == "-":
             stdin = sys.stdin.buffer
-            first = stdin.readline(HEAD_BYTES)
-            replayed = io.BufferedReader(_Replayed(first, stdin))
+            first = stdin.read(HEAD_BYTES)
+            replayed = io.BufferedReader(_Replayed(first, stdin, owned=False))
             return cls("-", None, "stdin", first, _stream=replayed)
         path = Path(name)
         try:
             if path.is_dir():
-                path.stat()
                 return cls(text, path, "folder")
+            if path.exists() and not path.is_file():
+                # A pipe or a device (``rheo import <(rheo export)``) can be read only once:
+                # its first bytes are looked at, then given again, as stdin's.
+                pipe = path.open("rb")
+                first = pipe.read(HEAD_BYTES)
+                replayed = io.BufferedReader(_Replayed(first, pipe, owned=True))
+                return cls(text, path, "file", first, _stream=replayed)
             with path.open("rb") as handle:
                 head = handle.read(HEAD_BYTES)
             if zipfile.is_zipfile(path):
@@ -108,8 +114,7 @@ class Source:
     def stream(self) -> IO[bytes]:
         """The whole file (or stdin) as a binary stream, from its first byte; closed with
         the source. Raises Unreadable for a folder or an archive, or when it cannot be read."""
-        if self.kind == "stdin":
-            assert self._stream is not None
+        if self._stream is not None:
             return self._stream
         if self.kind != "file" or self.path is None:
             raise Unreadable(f"{self.name} is a {self.kind}, not a file")
@@ -162,11 +167,18 @@ class Source:
 
 class _Replayed(io.RawIOBase):
     """A stream giving ``prefix`` (bytes already read from ``rest``) again, then the rest of
-    ``rest``: stdin read from its first byte after its first line was looked at."""
+    ``rest``: stdin (or a pipe) read from its first byte after its first bytes were looked at.
+    ``owned``: closing this closes ``rest`` (never stdin)."""
 
-    def __init__(self, prefix: bytes, rest: IO[bytes]) -> None:
+    def __init__(self, prefix: bytes, rest: IO[bytes], *, owned: bool) -> None:
         self._prefix = prefix
         self._rest = rest
+        self._owned = owned
+
+    def close(self) -> None:
+        if self._owned and not self.closed:
+            self._rest.close()
+        super().close()
 
     def readable(self) -> bool:
         return True
@@ -317,6 +329,8 @@ def says(found: Outline) -> str:
         return "text that is not JSON"
     if found.shape == "object":
         return f"a JSON object with keys: {keys}" if keys else "a JSON object"
+    if found.items == "unknown":
+        return "a JSON array"
     if found.items == "none":
         return "an empty JSON array, no conversations"
     if found.items == "object":

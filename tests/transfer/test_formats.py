@@ -189,5 +189,26 @@ def test_stdin_is_read_from_its_first_byte_after_it_is_recognised(rheo, tmp_path
     result = rheo("import", "-", "--json", input=exported, RHEO_HOME=str(fresh))
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["added"]["memory_item"] == 1
-    chats = rheo("import", "-", "--from", "chatgpt", input=CHATGPT.read_bytes())
-    assert chats.exit_code == 2 and "not stdin" in chats.stderr
+    chats = rheo("import", "-", "--json", input=CHATGPT.read_bytes())  # recognised there too
+    assert chats.exit_code == 0, chats.stderr
+    assert json.loads(chats.stdout)["format"] == "chatgpt"
+    other = rheo("import", "-", input=b'{"hello": 1}')
+    assert other.exit_code == 2 and "stdin: not a file rheo imports: a JSON object" in other.stderr
+
+
+def test_a_pipe_is_read_once_from_its_first_byte(rheo, home: Path, tmp_path: Path) -> None:
+    """``rheo import <(cat conversations.json)``: a pipe cannot be read twice, so what was
+    looked at to recognise it is given again to the reader."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(CLAUDE_2026.read_bytes()))
+    writer.start()
+    result = rheo("import", str(fifo), "--json")
+    writer.join(timeout=10)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["format"], summary["turns"]) == ("claude", 6)
+    assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == 6
