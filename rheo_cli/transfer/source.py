@@ -102,23 +102,21 @@ class Source:
         self.close()
 
     def close(self) -> None:
-        """Close what `open` opened (never stdin itself)."""
+        """Close what `open` opened (stdin itself stays open: its replay does not own it)."""
         if self._zip is not None:
             self._zip.close()
             self._zip = None
-        if self._stream is not None and self.kind != "stdin":
+        if self._stream is not None:
             self._stream.close()
-        if self.kind != "stdin":
             self._stream = None
 
     def stream(self) -> IO[bytes]:
-        """The whole file (or stdin) as a binary stream, from its first byte; closed with
-        the source. Raises Unreadable for a folder or an archive, or when it cannot be read."""
-        if self._stream is not None:
-            return self._stream
-        if self.kind != "file" or self.path is None:
-            raise Unreadable(f"{self.name} is a {self.kind}, not a file")
+        """The whole file (or stdin, or a pipe) as a binary stream, from its first byte;
+        closed with the source. Raises Unreadable for a folder or an archive, or when it cannot
+        be read."""
         if self._stream is None:
+            if self.kind != "file" or self.path is None:
+                raise Unreadable(f"{self.name} is a {self.kind}, not a file")
             try:
                 self._stream = self.path.open("rb")
             except OSError as exc:

@@ -11,7 +11,7 @@ writing files is not here: `rheo_cli.transfer` turns files into these records an
 
 from .backup import backup
 from .exchange import KINDS, export_records, import_records, snapshot
-from .export import has_assistant_items, header, profiles
+from .export import profiles
 from .history import Conversation, Message, Parsed, Summary, import_history
 from .importing import ImportCounts
 from .keys import FORMAT, VERSION, version_for
@@ -28,8 +28,6 @@ __all__ = [
     "Summary",
     "backup",
     "export_records",
-    "has_assistant_items",
-    "header",
     "import_history",
     "import_records",
     "profiles",
