@@ -32,51 +32,25 @@ SURE = 0.5
 
 @dataclass(frozen=True)
 class Format:
-    """One format rheo imports. ``detect(source)``: confidence 0 to 1 (never raises for a
-    readable source); ``read(source)``: raises a one-line UsageError (MalformedHistory,
+    """One format rheo imports: ``name`` (what ``--from`` takes), ``label`` (how messages name
+    it), ``detect(source)``: confidence 0 to 1 (never raises for a readable source);
+    ``read(source)``: raises a one-line UsageError (MalformedHistory,
     exit 2) naming the place at fault, or for rheo's own export yields records that raise
     `rheo_jsonl.FormatError` at the first bad line (exit 1). ``version``: the newest version
     read (rheo's own export only)."""
 
     name: str
     label: str
-    reads: str
     detect: Callable[[Source], float]
     read: Callable[[Source], Readout]
     version: int | None = None
 
 
 FORMATS: tuple[Format, ...] = (
-    Format(
-        rheo_jsonl.NAME,
-        "a rheo export",
-        "JSON Lines from 'rheo export', or 'rheo backup' on PostgreSQL",
-        rheo_jsonl.detect,
-        rheo_jsonl.read,
-        archive.VERSION,
-    ),
-    Format(
-        llm.NAME,
-        "llm's logs.db",
-        "the llm CLI's SQLite log, llm 0.4 to 0.36+ ('llm logs path' prints where it is)",
-        llm.detect,
-        llm.read,
-    ),
-    Format(
-        chatgpt.NAME,
-        "a ChatGPT export",
-        "a ChatGPT data export: the zip, its folder, conversations.json or one "
-        "conversations-NNN.json",
-        chatgpt.detect,
-        chatgpt.read,
-    ),
-    Format(
-        claude_ai.NAME,
-        "a Claude.ai export",
-        "a Claude.ai data export: the zip, its folder or its conversations.json",
-        claude_ai.detect,
-        claude_ai.read,
-    ),
+    Format(rheo_jsonl.NAME, "a rheo export", rheo_jsonl.detect, rheo_jsonl.read, archive.VERSION),
+    Format(llm.NAME, "llm's logs.db", llm.detect, llm.read),
+    Format(chatgpt.NAME, "a ChatGPT export", chatgpt.detect, chatgpt.read),
+    Format(claude_ai.NAME, "a Claude.ai export", claude_ai.detect, claude_ai.read),
 )
 """Every format rheo imports, rheo's own first."""
 
@@ -124,10 +98,11 @@ def choose(name: str | None, source: Source) -> Format:
     found = recognise(source)
     if found is not None:
         return found
+    labels = [f.label for f in FORMATS]
     raise UnknownFormat(
-        f"{source.label()}: not a file rheo imports: {describe(source)}; rheo recognises its "
-        "own exports, llm's logs.db and ChatGPT and Claude.ai exports by their content "
-        f"(--from {'|'.join(NAMES)} reads it as one and says what does not fit)"
+        f"{source.label()}: not a file rheo imports: {describe(source)}; rheo recognises "
+        f"{', '.join(labels[:-1])} or {labels[-1]} by content (--from {'|'.join(NAMES)} "
+        "reads it as one and says what does not fit)"
     )
 
 
