@@ -23,12 +23,12 @@ LAYERS: dict[str, set[str]] = {
     # the application layer every front end calls (the memory tools of chat and MCP)
     "app": {"turn", "memory", "providers", "core", "background"},
     "ui": {"core", "memory"},
-    # other tools' history, parsed and written into the ledger
-    "importers": {"memory", "core"},
+    # data in and out: every file format rheo reads or writes (its own export, other
+    # programs' chat history), one registry; what reaches the store goes through the engine
+    "transfer": {"memory", "core"},
     # the memory served to other clients over the Model Context Protocol
     "mcpserver": {"app", "turn", "memory", "core", "providers", "background"},
     "repl": {"app", "turn", "memory", "ui", "core", "providers", "background"},
-    "io": {"memory"},
     "telegram": {"app", "turn", "memory", "ui", "core", "providers", "background"},
     "cli": {
         "app",
@@ -40,9 +40,8 @@ LAYERS: dict[str, set[str]] = {
         "providers",
         "background",
         "repl",
-        "importers",
+        "transfer",
         "mcpserver",
-        "io",
     },
     "entry": {"cli", "core", "providers"},
 }
@@ -213,12 +212,40 @@ def sql_strings(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+FOREIGN_SQL = {"rheo_cli.transfer.llm_logs"}
+"""The one exception to "all SQL lives in the engine": the reader of another program's SQLite
+file (the llm CLI's logs.db), whose SQL is about that program's tables, not rheo's store. It
+opens its file read-only and writes nothing (`test_the_foreign_sql_reader_only_reads`)."""
+
+
 def test_all_sql_lives_in_the_engine():
     for path in PACKAGE.rglob("*.py"):
-        if ENGINE in path.parents:
+        if ENGINE in path.parents or module_name(path) in FOREIGN_SQL:
             continue
         found = sql_strings(path)
         assert not found, f"{path.relative_to(PACKAGE)}: SQL outside the engine: {found}"
+
+
+WRITES = re.compile(
+    r"\b(INSERT|UPDATE\s+\w+\s+SET|DELETE\s+FROM|REPLACE\s+INTO|CREATE|DROP|ALTER|ATTACH|"
+    r"VACUUM|REINDEX)\b"
+)
+
+
+def test_the_foreign_sql_reader_only_reads():
+    for name in FOREIGN_SQL:
+        path = PACKAGE.parent.joinpath(*name.split(".")).with_suffix(".py")
+        source = path.read_text()
+        assert "mode=ro" in source, f"{name} must open its file read-only (mode=ro)"
+        assert source.count("sqlite3.connect(") == 1, f"{name}: one read-only connection"
+        store = [n for n in imports_of(path) if n.startswith("rheo_cli.memory.store.db")]
+        assert not store, f"{name} must not open rheo's store: {store}"
+        found = sql_strings(path)
+        assert found, f"{name} holds no SQL: take it out of FOREIGN_SQL"
+        tree = ast.parse(source)
+        texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+        writing = [t for t in texts if isinstance(t, str) and WRITES.search(t)]
+        assert not writing, f"{name} writes: {writing}"
 
 
 def test_the_sql_check_sees_multi_line_statements(tmp_path: Path):

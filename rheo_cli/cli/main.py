@@ -22,7 +22,7 @@ from . import (
     digests_cmd,
     doctor_cmd,
     history,
-    import_history_cmd,
+    import_cmd,
     kb_cmd,
     mcp_cmd,
     memory_cmd,
@@ -125,13 +125,14 @@ app.add_typer(config_cmd.app, name="config", rich_help_panel=MAINTENANCE)
 app.command(rich_help_panel=MAINTENANCE)(paths_cmd.paths)
 app.command(rich_help_panel=MAINTENANCE)(providers_cmd.providers)
 app.add_typer(kb_cmd.app, name="kb", rich_help_panel=MEMORY)
-app.command("import-history", rich_help_panel=HISTORY)(import_history_cmd.import_history)
 app.command(rich_help_panel=CHAT)(mcp_cmd.mcp)
 app.command(rich_help_panel=CHAT)(telegram_cmd.telegram)
 app.command(rich_help_panel=MAINTENANCE)(purge_cmd.purge)
 app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.backup)
 app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.export)
-app.command("import", rich_help_panel=MAINTENANCE)(transfer_cmd.import_)
+app.command("import", rich_help_panel=MAINTENANCE)(import_cmd.import_)
+# An alias of `rheo import` kept for scripts; its --help says so.
+app.command("import-history", hidden=True)(import_cmd.import_history)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -1,41 +1,22 @@
-"""``rheo backup``, ``rheo export``, ``rheo import``: copies of the store, and moving
-conversations and memories in and out as JSON Lines."""
+"""``rheo backup``, ``rheo export``: copies of the store, and conversations and memories out as
+JSON Lines (``rheo import``, in `import_cmd`, reads them back)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from ..errors import RheoError, UsageError
+from ..errors import UsageError
 from ..ui.output import echo, print_json
 from . import copies
 from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
 from .state import runtime_for
-
-
-def _write_export(
-    records: Iterable[dict[str, Any]], output: Path, *, point: str | None = None
-) -> int:
-    """Write export records to the new file ``output`` (mode 0600), which never exists
-    half-written; returns how many records. ``point``: a crash point reached when every
-    record is written, before the file takes its name. Raises StoreError when it exists."""
-    from ..io import rheo_jsonl
-    from ..memory.store import crash
-    from ..memory.store.private_file import new_private_file
-
-    with new_private_file(output) as partial:
-        with open(partial, "w", encoding="utf-8") as out:
-            count = rheo_jsonl.write(records, out)
-        if point:
-            crash.reach(point)
-        return count
 
 
 @command
@@ -81,11 +62,11 @@ def backup(
     if target.absolute() in {f.absolute() for f in own}:
         raise UsageError(f"{target} is one of rheo's own files: choose another name")
     if rt.store_url:
-        from ..memory import exchange
+        from ..transfer import rheo_jsonl
 
-        with exchange.snapshot(rt.conn):
-            records = exchange.export_records(rt.conn, [rt.profile])
-            count = _write_export(records, target, point="backup.copy")
+        with archive.snapshot(rt.conn):
+            records = archive.export_records(rt.conn, [rt.profile])
+            count = rheo_jsonl.write_file(records, target, point="backup.copy")
         copies.note(rt.paths, target, kind="backup", profiles=[rt.profile])
         size = target.stat().st_size
         if json_out:
@@ -132,8 +113,8 @@ def export(
       rheo export -o rheo-default.jsonl
       rheo export --all -o everything.jsonl
     """
-    from ..io import rheo_jsonl
-    from ..memory import archive, exchange
+    from ..memory import archive
+    from ..transfer import rheo_jsonl
 
     rt = runtime_for(profile)
     if all_ and rt.store_url:
@@ -145,108 +126,11 @@ def export(
     output = file_arg(output) if output is not None else None
     if output is not None and output.exists():
         raise UsageError(f"{output} already exists: choose a new file")
-    with exchange.snapshot(rt.conn):
-        records = exchange.export_records(rt.conn, names)
+    with archive.snapshot(rt.conn):
+        records = archive.export_records(rt.conn, names)
         if output is None:
             rheo_jsonl.write(records, sys.stdout)
             return
-        count = _write_export(records, output)
+        count = rheo_jsonl.write_file(records, output)
     copies.note(rt.paths, output, kind="export", profiles=names)
     say_error(f"exported {count - 1} records of {', '.join(names) or 'no profile'} to {output}")
-
-
-@command
-def import_(
-    file: Annotated[Path, typer.Argument(help="The file to import ('-' for stdin).")],
-    from_: Annotated[
-        str | None,
-        typer.Option(
-            "--from",
-            help="The file's format: rheo ('rheo export'), or llm, chatgpt, claude (other "
-            "tools' history, as 'rheo import-history'); sniffed when not given.",
-        ),
-    ] = None,
-    json_out: Json = False,
-    profile: Annotated[
-        str | None,
-        typer.Option("--profile", "-p", metavar="NAME", help="Profile for other tools' history."),
-    ] = None,
-    include_purged: Annotated[
-        bool,
-        typer.Option(
-            "--include-purged",
-            help="Also bring back records 'rheo purge' erased from this store (left out "
-            "otherwise).",
-        ),
-    ] = False,
-) -> None:
-    """Import a file made by 'rheo export' (into the profiles it names), or another tool's
-    chat history.
-
-    Records already stored are skipped — recognised by their content, whatever keys the
-    file gives them — so importing a file twice adds nothing the second time. Records that
-    'rheo purge' erased from this store (an export made before the purge holds them) are
-    left out and counted, unless --include-purged. The whole file is checked and written in
-    one transaction: a malformed line is reported with its number and nothing is imported.
-
-    \b
-    Examples:
-      rheo import everything.jsonl
-      rheo import conversations.json --from chatgpt
-    """
-    from ..importers import FORMATS as HISTORY_FORMATS
-    from ..importers import sniff as sniff_history
-    from ..io import formats
-    from ..memory import exchange
-    from ..memory.store.errors import InvalidInput
-    from .import_history_cmd import import_history
-
-    file = file_arg(file)
-    history = (from_ or "").strip().lower()
-    if not history and str(file) != "-" and file.is_file():
-        try:
-            with file.open("rb") as head:
-                is_rheo = formats.FORMATS["rheo"].sniff(head.readline())
-            history = "" if is_rheo else (sniff_history(file) or "")
-        except OSError:
-            history = ""
-    if history in HISTORY_FORMATS:
-        import_history(
-            fmt=history, file=file, extract=False, json_out=json_out, profile=profile,
-            include_purged=include_purged,
-        )  # fmt: skip
-        return
-
-    try:
-        data = sys.stdin.buffer if str(file) == "-" else open(file, "rb")  # noqa: SIM115
-    except OSError as exc:
-        raise RheoError(f"cannot read {file}: {exc.strerror or exc}") from None
-    with data:
-        first = data.peek(4096).split(b"\n", 1)[0] if hasattr(data, "peek") else b""
-        try:
-            reader = formats.choose(from_, first)
-        except formats.UnknownFormat as exc:
-            raise UsageError(str(exc)) from None
-        rt = runtime_for(None)
-        try:
-            counts = exchange.import_records(
-                rt.conn, reader.read(data), include_purged=include_purged
-            )
-        except (InvalidInput, ValueError) as exc:
-            raise RheoError(f"{file}: {exc}; nothing was imported") from None
-    if json_out:
-        print_json(
-            {
-                "added": counts.added,
-                "already_present": counts.present,
-                "left_out_purged": counts.purged,
-            }
-        )
-        return
-    added = ", ".join(f"{n} {k.replace('_', ' ')}s" for k, n in counts.added.items() if n)
-    echo(f"imported {added or 'nothing new'}; {counts.present} already present")
-    if counts.purged:
-        say_error(
-            f"note: left out {counts.purged} record(s) that 'rheo purge' erased from this "
-            "store; --include-purged brings them back"
-        )

@@ -288,7 +288,7 @@ def test_a_backup_killed_mid_way_leaves_no_file_under_its_name(rheo, home, tmp_p
 
 def test_an_export_to_a_file_appears_only_complete(rheo, home, tmp_path, monkeypatch):
     assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
-    from rheo_cli.io import rheo_jsonl
+    from rheo_cli.transfer import rheo_jsonl
 
     def broken(records, out):
         out.write("{}\n")

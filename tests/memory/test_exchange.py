@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import as_tenant, pg_schema_url
 
-from rheo_cli.memory import exchange
+from rheo_cli.memory.archive import exchange
 from rheo_cli.memory.facts.items import list_items
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.kb import documents

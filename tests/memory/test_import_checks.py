@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rheo_cli.memory import exchange
+from rheo_cli.memory.archive import exchange
 from rheo_cli.memory.ledger import counters, sessions
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import pg_schema_url
 
-from rheo_cli.memory import exchange
 from rheo_cli.memory import purge as engine
+from rheo_cli.memory.archive import exchange
 from rheo_cli.memory.bulk import TurnIn, import_turns
 from rheo_cli.memory.facts.items import get_item
 from rheo_cli.memory.facts.remember import Fact, remember

@@ -244,8 +244,7 @@ def test_too_common_a_query_lists_the_newest_matches_of_the_profile(conn, monkey
 
 def _import_past(conn, profile="default"):
     """Two conversations from 2023 and 2024 brought in by import-history (the bulk path)."""
-    from rheo_cli.importers.model import Conversation, Message, Parsed
-    from rheo_cli.importers.store import import_history
+    from rheo_cli.memory.archive.history import Conversation, Message, Parsed, import_history
 
     old = datetime(2023, 3, 1, 10, 0, tzinfo=UTC)
     late = datetime(2024, 6, 1, 10, 0, tzinfo=UTC)

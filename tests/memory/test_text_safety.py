@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rheo_cli.io import rheo_jsonl
 from rheo_cli.memory.text import safety
 from rheo_cli.memory.text.safety import MASK, REDACTED, clean, mask, redact, redact_url, safe
+from rheo_cli.transfer import rheo_jsonl
 
 KEYS = [
     "sk-ant-abcdef",  # the shortest Anthropic key shape both used to differ on (6 vs 8)

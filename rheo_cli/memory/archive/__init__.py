@@ -1,28 +1,37 @@
-"""Backups, and rheo's own export records: everything of a profile as plain dicts, and back.
+"""Everything of rheo's store that goes out or comes in, as plain records, and backups.
 
-`backup.backup` copies the live store; `export.export_records` yields a profile's records,
-each referring to others by the stable keys of `keys`; `importing.import_records` writes them
-back in one transaction, adding only what is missing and leaving out what a purge erased
-(`tombstones`). The package exports their public names.
+The public names here work on both stores and include the knowledge base (`exchange`):
+`snapshot` and `export_records` read a profile's records from one consistent state,
+`import_records` writes them back in one transaction, adding only what is missing (recognised
+by content, `keys`) and leaving out what a purge erased (`tombstones`); `import_history`
+writes other programs' chat history into the ledger the same way (`history`); `backup` copies
+the live SQLite store. The profile-level pieces are `export` and `importing`. Reading and
+writing files is not here: `rheo_cli.transfer` turns files into these records and back.
 """
 
 from .backup import backup
-from .export import export_records, has_assistant_items, header, profiles, snapshot
-from .importing import ImportCounts, import_records
-from .keys import FORMAT, KINDS, VERSION
+from .exchange import KINDS, export_records, import_records, snapshot
+from .export import profiles
+from .history import Conversation, Message, Parsed, Summary, import_history
+from .importing import ImportCounts
+from .keys import FORMAT, VERSION, version_for
 from .tombstones import purged_keys
 
 __all__ = [
     "FORMAT",
     "KINDS",
     "VERSION",
+    "Conversation",
     "ImportCounts",
+    "Message",
+    "Parsed",
+    "Summary",
     "backup",
     "export_records",
-    "has_assistant_items",
-    "header",
+    "import_history",
     "import_records",
     "profiles",
     "purged_keys",
     "snapshot",
+    "version_for",
 ]

@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from .keys import FORMAT, VERSION, keys_of
+from .keys import FORMAT, keys_of
 
 
 def profiles(conn: sqlite3.Connection) -> list[str]:
@@ -33,17 +33,21 @@ def has_assistant_items(conn: sqlite3.Connection, names: list[str]) -> bool:
     )
 
 
-def header(names: list[str]) -> dict[str, Any]:
-    """The first record of an export: format name, version, the profiles it holds."""
-    return {"type": "header", "format": FORMAT, "version": VERSION, "profiles": names}
+def header(names: list[str], version: int = 1) -> dict[str, Any]:
+    """The first record of an export: format name, version (`keys.version_for`), the
+    profiles it holds."""
+    return {"type": "header", "format": FORMAT, "version": version, "profiles": names}
 
 
-def export_records(conn: sqlite3.Connection, names: list[str]) -> Iterator[dict[str, Any]]:
-    """The header, then every record of the profiles ``names`` (see the module docstring).
+def export_records(
+    conn: sqlite3.Connection, names: list[str], version: int = 1
+) -> Iterator[dict[str, Any]]:
+    """The header (saying ``version``), then every record of the profiles ``names`` (see the
+    module docstring).
 
     Reads one snapshot: the caller should hold a read transaction (`snapshot`) so that
     writes by another process do not mix into the export."""
-    yield header(names)
+    yield header(names, version)
     for profile in names:
         yield from _export_profile(conn, profile)
 

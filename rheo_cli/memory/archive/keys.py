@@ -1,5 +1,5 @@
-"""The export format's name, version and record kinds, and the stable keys by which records
-refer to each other.
+"""The export format's name, its one version constant and record kinds, and the stable keys
+by which records refer to each other.
 
 Records carry no local row ids: a turn's key is a hash of its profile, time, role, text, model
 and status; a session's is its first turn's; a digest's its session's; a memory item's a hash
@@ -22,8 +22,24 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 FORMAT = "rheo-export"
-VERSION = 1
+"""The ``format`` of an export's header line: how a reader knows the file is rheo's."""
+
+VERSION = 3
+"""The newest export format version this rheo reads and writes: the one version constant of
+rheo's export (`rheo_cli.transfer.formats` lists it). A file's header says the oldest version
+that reads it (`version_for`), so an older rheo refuses a file holding what it does not know
+in one line, rather than misreading it, and files without those records stay what they were:
+1, a profile's ledger and memory; 2, with the knowledge base; 3, with memory items of one
+assistant (their ``assistant`` field)."""
+
 KINDS = ("session", "turn", "digest", "memory_item", "memory_event")
+"""The record kinds of a profile's ledger and memory (the knowledge base adds its own)."""
+
+
+def version_for(*, knowledge: bool, assistants: bool) -> int:
+    """The version an export's header says (see `VERSION`): 3 with memory items of one
+    assistant, else 2 with knowledge-base records, else 1."""
+    return 3 if assistants else 2 if knowledge else 1
 
 
 def _hash(*parts: Any) -> str:

@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 from helpers import db_rows, run_rheo
 
-from rheo_cli.importers import sniff
-from rheo_cli.importers.model import Conversation, Message, Parsed
-from rheo_cli.importers.store import import_history
 from rheo_cli.memory import jobs
+from rheo_cli.memory.archive.history import Conversation, Message, Parsed, import_history
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.errors import InvalidInput
+from rheo_cli.transfer.formats import recognised_name as sniff
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 CHATGPT = DATA / "chatgpt_conversations.json"

@@ -1,11 +1,11 @@
-"""rheo's export format on both stores: what `archive` exports and imports, plus the
-knowledge base (`kb.transfer`), and the PostgreSQL side of both.
+"""rheo's export format on both stores: a profile's ledger and memory (`export`,
+`importing`), plus the knowledge base (`kb.transfer`), and the PostgreSQL side of both.
 
 An export holding knowledge-base records says version 2 in its header, so an older rheo
 refuses it with one line instead of stopping at the first record it does not know; one holding
 memory items of one assistant (their ``assistant`` field) says version 3, so an older rheo
 refuses it rather than import those facts as shared; an export with neither stays version 1,
-byte for byte what it was.
+byte for byte what it was (`keys.version_for`; `keys.VERSION` is the newest).
 
 On PostgreSQL a connection is bound to one tenant: a snapshot is a ``REPEATABLE READ``
 transaction, and an import writes each profile's records as that profile's tenant (for the
@@ -22,19 +22,19 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from . import archive
-from .kb import transfer as kb_transfer
-from .store import health
-from .store.db import write
-from .store.errors import InvalidInput
-from .store.pg import dialect
-from .store.profiles import check_profile
+from ..kb import transfer as kb_transfer
+from ..store import health
+from ..store.db import write
+from ..store.errors import InvalidInput
+from ..store.pg import dialect
+from ..store.profiles import check_profile
+from . import export as ledger_export
+from . import importing as ledger_import
+from .keys import KINDS as LEDGER_KINDS
+from .keys import version_for
+from .tombstones import purged_keys
 
-VERSION = 3
-"""The newest export format this rheo reads and writes (2: with the knowledge base; 3: with
-assistant-specific memory items)."""
-
-KINDS = (*archive.KINDS, *kb_transfer.KINDS)
+KINDS = (*LEDGER_KINDS, *kb_transfer.KINDS)
 
 
 class snapshot:  # noqa: N801 - used as a context manager, like `write`
@@ -43,11 +43,11 @@ class snapshot:  # noqa: N801 - used as a context manager, like `write`
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._inner: archive.snapshot | None = None
+        self._inner: ledger_export.snapshot | None = None
 
     def __enter__(self) -> sqlite3.Connection:
         if dialect(self.conn) != "postgres":
-            self._inner = archive.snapshot(self.conn)
+            self._inner = ledger_export.snapshot(self.conn)
             return self._inner.__enter__()
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         self.conn.execute("SELECT 1").fetchone()  # the snapshot is taken here
@@ -61,14 +61,13 @@ class snapshot:  # noqa: N801 - used as a context manager, like `write`
 
 
 def export_records(conn: sqlite3.Connection, names: list[str]) -> Iterator[dict[str, Any]]:
-    """The header, every record `archive.export_records` yields for ``names``, then each
+    """The header, every record `export.export_records` yields for ``names``, then each
     profile's knowledge base. Read inside a `snapshot`."""
     with_kb = kb_transfer.has_documents(conn, names)
-    version = 3 if archive.has_assistant_items(conn, names) else 2 if with_kb else None
-    for record in archive.export_records(conn, names):
-        if record.get("type") == "header" and version is not None:
-            record = {**record, "version": version}
-        yield record
+    version = version_for(
+        knowledge=with_kb, assistants=ledger_export.has_assistant_items(conn, names)
+    )
+    yield from ledger_export.export_records(conn, names, version)
     if with_kb:
         for profile in names:
             yield from kb_transfer.export_records(conn, profile)
@@ -93,9 +92,9 @@ def import_records(
     records: Iterable[tuple[int, dict[str, Any]]],
     *,
     include_purged: bool = False,
-) -> archive.ImportCounts:
+) -> ledger_import.ImportCounts:
     """Write ``(line number, record)`` pairs of a rheo export in one transaction (see
-    `archive.import_records`, whose rules hold), the knowledge base included; returns what
+    `importing.import_records`, whose rules hold), the knowledge base included; returns what
     was added per kind, how many records were already stored, and how many were left out
     because a purge of this store erased them (all imported with ``include_purged``). Raises
     InvalidInput naming the line of the first bad record; then nothing is written."""
@@ -111,16 +110,20 @@ def import_records(
             else:
                 yield line, record
 
-    counts = archive.ImportCounts()
+    counts = ledger_import.ImportCounts()
     counts.added.update(dict.fromkeys(kb_transfer.KINDS, 0))
     health.mend_unopenable(conn)
     with write(conn):
         if postgres:
             for profile, group in itertools.groupby(others(), key=_profile):
                 _act_as(conn, profile)
-                _merge(counts, archive.import_records(conn, group, include_purged=include_purged))
+                _merge(
+                    counts, ledger_import.import_records(conn, group, include_purged=include_purged)
+                )
         else:
-            _merge(counts, archive.import_records(conn, others(), include_purged=include_purged))
+            _merge(
+                counts, ledger_import.import_records(conn, others(), include_purged=include_purged)
+            )
         for profile, group in itertools.groupby(kb, key=_profile):
             items = list(group)
             if not isinstance(profile, str) or not profile:
@@ -130,7 +133,7 @@ def import_records(
             except InvalidInput as exc:
                 raise InvalidInput(f"line {items[0][0]}: {exc}") from None
             _act_as(conn, profile)
-            purged = set() if include_purged else archive.purged_keys(conn, profile)
+            purged = set() if include_purged else purged_keys(conn, profile)
             added, present, left_out = kb_transfer.import_records(
                 conn, profile, items, purged=purged
             )
@@ -153,7 +156,7 @@ def _refuse_nul(line: int, record: dict[str, Any]) -> None:
             )
 
 
-def _merge(into: archive.ImportCounts, part: archive.ImportCounts) -> None:
+def _merge(into: ledger_import.ImportCounts, part: ledger_import.ImportCounts) -> None:
     for kind, n in part.added.items():
         into.added[kind] = into.added.get(kind, 0) + n
     into.present += part.present

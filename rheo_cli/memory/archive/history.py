@@ -1,14 +1,16 @@
-"""Writing parsed history into the ledger: one transaction, idempotent, original times.
+"""Other programs' chat history written into the ledger: one transaction, idempotent, original
+times. The readers of those programs' files (`rheo_cli.transfer`) hand it over in the neutral
+shape defined here (`Parsed`: conversations of `Message`), whatever program it came from.
 
 Conversations go in one after another, oldest first, each in its own order; a conversation
 opens a session of its own (it was a new chat in that tool) and within it the session gap
 splits sessions as it does for rheo's own turns. A message whose source key the profile
 already holds is skipped, and so is one whose content is already stored — the same role,
-text, model and time as a turn of the profile (`archive.keys.turn_base`) — whatever ids the
-file gives it; so importing the same export again (or a later export holding more, or one
-whose ids were changed) adds only what is new. A message that a purge of the profile erased
-(its content key is in a tombstone) is left out too, unless asked for. Everything is written
-in one transaction: an error leaves the store as it was.
+text, model and time as a turn of the profile (`keys.turn_base`) — whatever ids the file
+gives it; so importing the same export again (or a later export holding more, or one whose
+ids were changed) adds only what is new. A message that a purge of the profile erased (its
+content key is in a tombstone) is left out too, unless asked for. Everything is written in
+one transaction: an error leaves the store as it was.
 """
 
 from __future__ import annotations
@@ -17,15 +19,57 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from ..memory import archive, jobs
-from ..memory.archive.keys import turn_base, turn_bases_at
-from ..memory.bulk import TurnIn, import_turns
-from ..memory.ledger import sources
-from ..memory.store.db import write
-from ..memory.store.timeutil import to_stored
-from .model import Message, Parsed
+from .. import jobs
+from ..bulk import TurnIn, import_turns
+from ..ledger import sources
+from ..store.db import write
+from ..store.timeutil import to_stored
+from .keys import turn_base, turn_bases_at
+from .tombstones import purged_keys
+
+
+@dataclass(frozen=True)
+class Message:
+    """One message: ``role`` user or assistant, its text, its original time (aware, UTC),
+    ``key`` a stable source key unique in that tool (``chatgpt:<message id>``), and for
+    replies the model that wrote it when the tool recorded one."""
+
+    role: str
+    content: str
+    when: datetime
+    key: str
+    model: str | None = None
+
+
+@dataclass
+class Conversation:
+    """One conversation in its own order: ``key`` (``chatgpt:<conversation id>``), title,
+    messages (times never go backwards: a message dated before the one it answers is given
+    its predecessor's time)."""
+
+    key: str
+    title: str
+    messages: list[Message] = field(default_factory=list)
+
+
+@dataclass
+class Parsed:
+    """What a reader read: the format's name (stored in each imported turn's meta as
+    ``imported``), conversations holding at least one message, and how many messages (or
+    conversations) it left out, by reason."""
+
+    fmt: str
+    conversations: list[Conversation] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def messages(self) -> int:
+        """How many messages the conversations hold."""
+        return sum(len(c.messages) for c in self.conversations)
+
 
 ALREADY = "already imported"
 ERASED = "erased by 'rheo purge' (--include-purged brings them back)"
@@ -68,7 +112,7 @@ class _Seen:
         messages = [m for c in parsed.conversations for m in c.messages]
         self.known = sources.known_source_keys(conn, profile, [m.key for m in messages])
         self.stored = turn_bases_at(conn, profile, (to_stored(m.when) for m in messages))
-        self.purged = set() if include_purged else archive.purged_keys(conn, profile)
+        self.purged = set() if include_purged else purged_keys(conn, profile)
 
     def why_not(self, message: Message) -> str | None:
         """Why ``message`` is not written (a `Summary.skipped` reason), or None."""

@@ -1,5 +1,6 @@
-"""Reading another tool's SQLite history, read-only: the ``llm`` command-line tool's
-``logs.db``. Two schemas, both read:
+"""Reading the ``llm`` command-line tool's ``logs.db``, another program's SQLite file, opened
+read-only. The one module of rheo with SQL outside the engine (`tests/test_architecture.py`
+names it): that SQL is about llm's tables, never rheo's store. Two schemas, both read:
 
 - the message store of llm 0.32 and later (migration m023): ``threads`` (a conversation),
   ``turns`` (one model call: ``parent_message_hash`` is the last message it was given,
@@ -10,7 +11,8 @@
   versions, which no longer write them). A legacy row whose id is also a turn is the same
   exchange and is read once, from the turn (as ``llm logs`` does).
 
-The file is opened with ``mode=ro``: rheo never writes to it."""
+The file is opened with ``mode=ro``: rheo never writes to it. Errors are MalformedHistory
+(a one-line usage error naming the file), raised before anything is imported."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import InvalidInput
+from .history import MalformedHistory
 
 LLM_COLUMNS = ("id", "model", "prompt", "response", "conversation_id", "datetime_utc")
 """Columns of llm's ``responses`` table an import reads; all must exist."""
@@ -37,26 +39,21 @@ def read_llm_responses(path: str | Path) -> list[dict[str, Any]]:
     text of the person's message(s) it answered, ``response`` the text it appended) plus
     ``conversation_name`` (or None) and ``row_order`` (the row's number in its table).
 
-    Raises InvalidInput when the file is not an SQLite database, has neither a ``turns`` nor
+    Raises MalformedHistory when the file is not an SQLite database, has neither a ``turns`` nor
     a ``responses`` table, lacks a column rheo reads, or a turn names a message that is not
     there (naming what is missing)."""
-    uri = Path(path).resolve().as_uri() + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        raise InvalidInput(f"cannot open {path}: {exc}") from None
-    conn.row_factory = sqlite3.Row
+    conn = _open(path)
     try:
         try:
             columns = _columns(conn, "responses")
         except sqlite3.DatabaseError as exc:
-            raise InvalidInput(f"{path} is not an SQLite database: {exc}") from None
+            raise MalformedHistory(f"{path} is not an SQLite database: {exc}") from None
         turn_columns = _columns(conn, "turns")
         has_store = {*TURN_COLUMNS, "datetime_utc"} <= turn_columns and bool(
             _columns(conn, "messages") and _columns(conn, "parts")
         )
         if not columns and not has_store:
-            raise InvalidInput(
+            raise MalformedHistory(
                 f"{path} has no 'responses' table and no message store "
                 "('turns', 'messages', 'parts'): not an llm logs.db"
             )
@@ -64,7 +61,7 @@ def read_llm_responses(path: str | Path) -> list[dict[str, Any]]:
         if columns:
             missing = [c for c in LLM_COLUMNS if c not in columns]
             if missing:
-                raise InvalidInput(
+                raise MalformedHistory(
                     f"{path}: table 'responses' lacks column(s) {', '.join(missing)}"
                 )
             taken = {r["id"] for r in rows}
@@ -74,9 +71,49 @@ def read_llm_responses(path: str | Path) -> list[dict[str, Any]]:
             row.pop("_turn", None)
         return rows
     except sqlite3.DatabaseError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc}") from None
+        raise MalformedHistory(f"cannot read {path}: {exc}") from None
     finally:
         conn.close()
+
+
+def _open(path: str | Path) -> sqlite3.Connection:
+    """``path`` opened read-only (``mode=ro``), rows by name. Raises MalformedHistory."""
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise MalformedHistory(f"cannot open {path}: {exc}") from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def tables(path: str | Path) -> dict[str, set[str]] | None:
+    """The tables of the SQLite file ``path`` with their columns, read-only; None when it is
+    not an SQLite database rheo can open."""
+    try:
+        conn = _open(path)
+    except MalformedHistory:
+        return None
+    try:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            ).fetchall()
+        ]
+        return {name: _columns(conn, name) for name in names}
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+
+
+def is_llm_log(schema: dict[str, set[str]]) -> bool:
+    """True when tables ``schema`` (`tables`) are llm's: a ``responses`` table with every
+    column of `LLM_COLUMNS`, or the message store (``turns``, ``messages``, ``parts``)."""
+    legacy = set(LLM_COLUMNS) <= schema.get("responses", set())
+    store = {*TURN_COLUMNS, "datetime_utc"} <= schema.get("turns", set())
+    return legacy or (store and "messages" in schema and "parts" in schema)
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -143,7 +180,7 @@ def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any
             try:
                 data = json.loads(payload) if payload else {}
             except ValueError:
-                raise InvalidInput(
+                raise MalformedHistory(
                     f"{here}: a text part of message {message} is not JSON"
                 ) from None
             if isinstance(data.get("text"), str):
@@ -168,7 +205,7 @@ def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any
         at = tip
         while at is not None and at != parent:  # what the turn appended: tip back to parent
             if at not in messages:
-                raise InvalidInput(f"{here}: message {at} is not in the log")
+                raise MalformedHistory(f"{here}: message {at} is not in the log")
             if messages[at][1] == "assistant":
                 appended.append(at)
             at = messages[at][0]
@@ -176,7 +213,7 @@ def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any
         at = parent
         while at is not None:  # the person's input: the run of user/tool messages it answered
             if at not in messages:
-                raise InvalidInput(f"{here}: message {at} is not in the log")
+                raise MalformedHistory(f"{here}: message {at} is not in the log")
             up, role = messages[at]
             if role not in ("user", "tool"):
                 break

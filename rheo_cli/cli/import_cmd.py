@@ -1,0 +1,303 @@
+"""``rheo import FILE``: a rheo export, or another program's chat history, recognised by content;
+``rheo import-history [FORMAT] FILE``: its alias, kept for scripts."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import RheoError, UsageError
+from ..ui.output import echo, print_json
+from .errors import command, say_error
+from .inputs import file_arg
+from .options import Json, Profile
+from .state import runtime_for
+
+if TYPE_CHECKING:
+    from ..transfer.history import History
+    from ..transfer.rheo_jsonl import Records
+    from ..transfer.source import Source
+
+Extract = Annotated[
+    bool,
+    typer.Option(
+        "--extract",
+        help="Also queue fact extraction and digests for other tools' history (model calls, "
+        "run by the background worker or 'rheo maintain'); a rheo export brings its own.",
+    ),
+]
+IncludePurged = Annotated[
+    bool,
+    typer.Option(
+        "--include-purged",
+        help="Also bring back what 'rheo purge' erased from this store (left out otherwise).",
+    ),
+]
+
+
+@command
+def import_(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            help="What to import: a file, a folder or a zip archive ('-': stdin).",
+        ),
+    ],
+    from_: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="FORMAT",
+            help="Name the format instead of letting rheo recognise it: rheo, llm, chatgpt "
+            "or claude.",
+        ),
+    ] = None,
+    extract: Extract = False,
+    json_out: Json = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            "-p",
+            metavar="NAME",
+            help="The profile other tools' history goes into (else RHEO_PROFILE, or "
+            "'default'); a rheo export goes into the profiles it names.",
+        ),
+    ] = None,
+    include_purged: IncludePurged = False,
+) -> None:
+    """Import a rheo export or backup, or another tool's chat history (ChatGPT, Claude.ai, llm).
+
+    rheo recognises what FILE holds by its content, whatever it is called: a rheo export
+    (JSON Lines from 'rheo export', or 'rheo backup' on PostgreSQL), the llm CLI's logs.db
+    (llm 0.4 to 0.36+), a ChatGPT export (the zip, its folder, conversations.json, or one
+    conversations-NNN.json part) or a Claude.ai export (the zip, its folder or its
+    conversations.json). A file it does not recognise is refused, saying what it holds.
+
+    Safe to run again: what is already stored is skipped, recognised by its content (and a
+    message of another tool also by its id there), so a second import adds nothing. What
+    'rheo purge' erased is left out unless --include-purged. The import is one transaction:
+    a malformed file is reported in one line and nothing is imported. Other tools' history
+    keeps its times and order (each conversation its own sessions) and is learnt from only
+    with --extract. 'rheo import-history' is an alias.
+
+    \b
+    Examples:
+      rheo import everything.jsonl
+      rheo import ~/Downloads/chatgpt-export.zip --extract
+      rheo import "$(llm logs path)" --profile work
+    """
+    name = "-" if str(file) == "-" else file_arg(file)
+    run_import(
+        name, from_, extract=extract, json_out=json_out, profile=profile,
+        include_purged=include_purged,
+    )  # fmt: skip
+
+
+@command
+def import_history(
+    args: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="[FORMAT] FILE",
+            help="llm, chatgpt or claude (optional: rheo recognises the file), then the file, "
+            "folder or zip archive to read.",
+            show_default=False,
+        ),
+    ],
+    extract: Extract = False,
+    json_out: Json = False,
+    profile: Profile = None,
+    include_purged: IncludePurged = False,
+) -> None:
+    """Alias of 'rheo import', kept for scripts: import another tool's chat history.
+
+    'rheo import-history FORMAT FILE' is 'rheo import FILE --from FORMAT'; without FORMAT,
+    FILE is recognised by its content, as 'rheo import FILE' does. Everything else is
+    'rheo import' (see 'rheo import --help').
+
+    \b
+    Examples:
+      rheo import-history chatgpt conversations.json
+      rheo import-history "$(llm logs path)" --extract
+    """
+    from ..transfer import formats
+
+    if len(args) > 2:
+        raise UsageError(f"too many arguments: {' '.join(args[2:])} (give [FORMAT] FILE)")
+    fmt, file = (args[0], Path(args[1])) if len(args) == 2 else (args[0], None)
+    if file is None:
+        if fmt.strip().lower() in formats.NAMES and not Path(fmt).exists():
+            raise UsageError(f"name the file to import: rheo import-history {fmt} FILE")
+        name, chosen = file_arg(Path(fmt)), None
+    else:
+        if fmt.strip().lower() not in formats.NAMES:
+            raise UsageError(
+                f"unknown history format {fmt!r}; use one of {', '.join(formats.HISTORY)} "
+                "(or leave it out: rheo recognises the file)"
+            )
+        name, chosen = file_arg(file), fmt
+    if not name.exists():
+        raise UsageError(f"{name}: no such file")
+    run_import(
+        name, chosen, extract=extract, json_out=json_out, profile=profile,
+        include_purged=include_purged,
+    )  # fmt: skip
+
+
+def run_import(
+    name: str | Path,
+    fmt_name: str | None,
+    *,
+    extract: bool,
+    json_out: bool,
+    profile: str | None,
+    include_purged: bool,
+) -> None:
+    """Open ``name`` (``-``: stdin), take the format ``fmt_name`` names or recognise it, read
+    it and write it into the store; print what was done. Raises UsageError (exit 2) for a
+    format unknown or not recognised and for a malformed history, RheoError (exit 1) for a
+    file that cannot be read, a malformed rheo export and a history holding nothing rheo can
+    read."""
+    from ..transfer import formats
+    from ..transfer.history import History
+    from ..transfer.source import Source
+
+    with Source.open(name) as source:
+        fmt = formats.choose(fmt_name, source)
+        if fmt.version is not None and extract:
+            raise UsageError(
+                "--extract is for other tools' history: a rheo export brings its facts and "
+                "digests with it"
+            )
+        readout = fmt.read(source)
+        if isinstance(readout, History):
+            _history(source, readout, extract=extract, json_out=json_out, profile=profile,
+                     include_purged=include_purged)  # fmt: skip
+        else:
+            _records(source, readout, json_out=json_out, include_purged=include_purged)
+
+
+def _records(source: Source, readout: Records, *, json_out: bool, include_purged: bool) -> None:
+    """Import rheo's own export into the profiles it names and print the counts."""
+    from ..memory import archive
+    from ..memory.store.errors import InvalidInput
+
+    rt = runtime_for(None)
+    try:
+        counts = archive.import_records(rt.conn, readout.lines, include_purged=include_purged)
+    except (InvalidInput, ValueError) as exc:
+        raise RheoError(f"{source.label()}: {exc}; nothing was imported") from None
+    if json_out:
+        print_json(
+            {
+                "added": counts.added,
+                "already_present": counts.present,
+                "left_out_purged": counts.purged,
+            }
+        )
+        return
+    added = ", ".join(f"{n} {k.replace('_', ' ')}s" for k, n in counts.added.items() if n)
+    echo(f"imported {added or 'nothing new'}; {counts.present} already present")
+    if counts.purged:
+        say_error(
+            f"note: left out {counts.purged} record(s) that 'rheo purge' erased from this "
+            "store; --include-purged brings them back"
+        )
+
+
+def _history(
+    source: Source,
+    history: History,
+    *,
+    extract: bool,
+    json_out: bool,
+    profile: str | None,
+    include_purged: bool,
+) -> None:
+    """Import another tool's history into ``profile`` and print the summary."""
+    parsed = history.parsed
+    if not parsed.conversations:
+        raise RheoError(f"{source.label()}: {no_conversations(parsed.fmt, parsed.skipped)}")
+    rt = runtime_for(profile)
+    summary = _write(
+        rt, parsed, extract=extract, bar=sys.stderr.isatty() and not json_out,
+        include_purged=include_purged,
+    )  # fmt: skip
+    if extract and summary.extract_jobs + summary.digest_jobs:
+        from ..background.worker import kick_background
+
+        kick_background(rt)
+    for note in history.notes:
+        say_error(f"note: {note}")
+    if json_out:
+        print_json(summary.to_json())
+        return
+    echo(
+        f"imported {summary.turns} turn(s) from {summary.conversations} conversation(s) "
+        f"into {summary.sessions} session(s) of profile {rt.profile!r}"
+    )
+    if summary.skipped:
+        echo("skipped:")
+        for reason, count in sorted(summary.skipped.items(), key=lambda kv: (-kv[1], kv[0])):
+            echo(f"  {count:>6}  {reason}")
+    if extract:
+        echo(
+            f"queued {summary.extract_jobs} extraction and {summary.digest_jobs} digest job(s)"
+            " ('rheo jobs list' shows them)"
+        )
+
+
+def no_conversations(fmt: str, skipped: Any) -> str:
+    """Why nothing was imported from a file of format ``fmt`` that held no conversation rheo
+    can read (``skipped``: what the reader left out, by reason)."""
+    left = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
+    return f"no {fmt} conversation rheo can read" + (f" (left out: {left})" if left else "")
+
+
+def _write(rt, parsed, *, extract: bool, bar: bool, include_purged: bool = False):  # type: ignore[no-untyped-def]
+    from ..memory.archive import import_history as write_history
+    from ..memory.store.timeutil import to_stored
+
+    progress = None
+    task = None
+    if bar:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        progress = Progress(
+            TextColumn("importing"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+
+    def on_row(total: int) -> None:
+        nonlocal task
+        if progress is None:
+            return
+        if task is None:
+            progress.start()
+            task = progress.add_task("import", total=total)
+        else:
+            progress.advance(task)
+
+    try:
+        return write_history(
+            rt.conn,
+            rt.profile,
+            parsed,
+            gap_s=rt.settings.gap_s,
+            now=to_stored(rt.now()),
+            extract=extract,
+            on_row=on_row,
+            include_purged=include_purged,
+        )
+    finally:
+        if progress is not None:
+            progress.stop()
