@@ -40,3 +40,15 @@ def open_item_line(item: Any, now: datetime) -> str:
         due += " OVERDUE"
     state = "" if item.status == "active" else f"  [{item.status}]"
     return f"#{item.id:<5} {due:<22} {preview(item.content_text(), 80)}{state}"
+
+
+def conflict_lines(newer: Any, older: Any, resolve: str) -> list[str]:
+    """A flagged pair of contradicting facts for ``memory conflicts`` and the REPL's
+    /conflicts: their topic, each one's id and content, and how to keep one (``resolve``:
+    ``rheo memory resolve`` or ``/resolve``)."""
+    return [
+        f"topic {newer.topic}:",
+        f"  newer #{newer.id}: {preview(newer.content_text(), 80)}",
+        f"  older #{older.id}: {preview(older.content_text(), 80)}",
+        f"  keep one with: {resolve} {newer.id}   (or {older.id})",
+    ]
