@@ -22,7 +22,8 @@ LAYERS: dict[str, set[str]] = {
     "background": {"memory", "providers", "core", "turn"},
     # the application layer every front end calls (the memory tools of chat and MCP)
     "app": {"turn", "memory", "providers", "core", "background"},
-    "ui": {"core", "memory"},
+    # what CLI, REPL and Telegram share: it shows what the app layer returns (app.text)
+    "ui": {"core", "app"},
     # data in and out: every file format rheo reads or writes (its own export, other
     # programs' chat history), one registry; what reaches the store goes through the engine
     "transfer": {"memory", "core"},

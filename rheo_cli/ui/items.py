@@ -1,11 +1,11 @@
-"""One line per memory item, the same in CLI listings and the REPL."""
+"""One line per memory item, the same in CLI listings, the REPL and Telegram."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from ..memory import due as due_rule
+from ..app.memory import is_overdue
 from .output import local, preview
 
 
@@ -26,11 +26,6 @@ def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str
         f"#{item.id:<5} {column}{item.category:<11} {item.effective(now, settings):.2f}  "
         f"{day}  {preview(item.content_text(), 70)}{extra}"
     )
-
-
-def is_overdue(item: Any, now: datetime) -> bool:
-    """True for an active open item whose due time has passed."""
-    return item.status == "active" and due_rule.is_overdue(item.due_at, now)
 
 
 def open_item_line(item: Any, now: datetime) -> str:

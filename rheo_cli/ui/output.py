@@ -7,11 +7,10 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ..memory.ledger.turns import Turn
+from ..app.text import display, json_text, safe
 
-from ..memory.store.timeutil import display
-from ..memory.text.safety import json_text, safe
+if TYPE_CHECKING:
+    from ..app.history import Turn
 
 __all__ = [
     "digest_line",
