@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from ..app.memory import is_overdue
 from .output import local, preview
 
 
@@ -30,6 +29,8 @@ def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str
 
 def open_item_line(item: Any, now: datetime) -> str:
     """``#12    due 2026-12-04 OVERDUE  call Ana`` for ``items list`` and the REPL's /items."""
+    from ..app.memory import is_overdue  # the engine's facts, loaded only when listing
+
     due = f"due {local(item.due_at, now, with_time=False)}" if item.due_at else "no due date"
     if is_overdue(item, now):
         due += " OVERDUE"
