@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .doctor_cmd import Check, now_or_clock, queue_missing_digests, session_check
+from .sqlite import Check, now_or_clock, queue_missing_digests, session_check
 
 
 def _attempt(repaired: list[str], what: str, fix: Callable[[], list[str]]) -> None:
@@ -32,10 +32,10 @@ def run_pg_checks(
 ) -> list[Check]:
     """The PostgreSQL store's checks for ``profile``'s tenant (after repairs when ``repair``,
     each noted in ``repaired``)."""
-    from ..memory import jobs
-    from ..memory.store import db, pg_health, pg_schema
-    from ..memory.store.errors import StoreError
-    from ..memory.store.timeutil import to_stored
+    from ...memory import jobs
+    from ...memory.store import db, pg_health, pg_schema
+    from ...memory.store.errors import StoreError
+    from ...memory.store.timeutil import to_stored
 
     checks: list[Check] = []
     try:

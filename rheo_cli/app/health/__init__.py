@@ -1,0 +1,1 @@
+"""``rheo doctor``'s checks and ``--repair``, on SQLite (`sqlite`) and PostgreSQL (`postgres`)."""
