@@ -39,25 +39,20 @@ def doctor(
       rheo doctor
       rheo doctor --repair
     """
-    from ..app.health.sqlite import run_checks
+    from ..app.health import diagnose
     from .state import GLOBAL
 
-    checks, repaired = run_checks(profile if profile is not None else GLOBAL.profile, repair)
-    healthy = all(c.ok for c in checks)
+    found = diagnose(profile if profile is not None else GLOBAL.profile, repair=repair)
     if json_out:
-        print_json(
-            {"healthy": healthy, "checks": [c.to_json() for c in checks], "repaired": repaired}
-        )
+        print_json(found.to_json())
     else:
-        for line in repaired:
+        for line in found.repaired:
             print(f"repaired  {safe(line)}")
-        for c in checks:
+        for c in found.checks:
             print(f"{'ok' if c.ok else 'PROBLEM':<9} {c.name}: {safe(c.detail)}")
-        problems = [c for c in checks if not c.ok]
-        if problems:
+        if found.problems:
             sys.stdout.flush()
-            sys.stderr.write(
-                f"rheo: {len(problems)} problem(s): {', '.join(c.name for c in problems)}\n"
-            )
-    if not healthy:
+            names = ", ".join(c.name for c in found.problems)
+            sys.stderr.write(f"rheo: {len(found.problems)} problem(s): {names}\n")
+    if not found.healthy:
         raise typer.Exit(int(ExitStatus.ERROR))
