@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from ..app import copies
 from ..errors import UsageError
 from ..ui.output import echo, print_json, safe
-from . import copies
 from .errors import command, say_error
 from .options import MAX_ID, Json, Profile
 from .state import runtime_for

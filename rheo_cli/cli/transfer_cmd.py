@@ -10,9 +10,9 @@ from typing import Annotated
 
 import typer
 
+from ..app import copies
 from ..errors import UsageError
 from ..ui.output import echo, print_json
-from . import copies
 from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
