@@ -20,8 +20,9 @@ LAYERS: dict[str, set[str]] = {
     "core": {"memory", "providers"},
     "turn": {"memory", "providers", "core"},
     "background": {"memory", "providers", "core", "turn"},
-    # the application layer every front end calls (the memory tools of chat and MCP)
-    "app": {"turn", "memory", "providers", "core", "background"},
+    # the application layer every front end calls (the memory tools of chat and MCP; backup,
+    # export and import through transfer's formats)
+    "app": {"turn", "memory", "providers", "core", "background", "transfer"},
     "ui": {"core", "memory"},
     # data in and out: every file format rheo reads or writes (its own export, other
     # programs' chat history), one registry; what reaches the store goes through the engine
