@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -243,14 +244,7 @@ def build(
     that need no model still work.
     """
     env = dict(os.environ) if environ is None else environ
-    if profile is not None:
-        name = profile
-    else:
-        name = env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
-    try:
-        check_profile(name)
-    except InvalidInput as exc:
-        raise UsageError(str(exc)) from None
+    name = profile_name(profile, env)
     paths = resolve(name, env)
     cfg = config_mod.load(paths.config)
     if model is not None and not model.strip():
@@ -297,6 +291,21 @@ def build(
         store_url=store_url or None,
         redis_url=redis_url or None,
     )
+
+
+def profile_name(profile: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The profile a command works on: ``profile`` (``--profile``), else ``RHEO_PROFILE``,
+    else ``default``. Raises UsageError for a name that is not a valid profile name."""
+    env = os.environ if environ is None else environ
+    if profile is not None:
+        name = profile
+    else:
+        name = env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
+    try:
+        check_profile(name)
+    except InvalidInput as exc:
+        raise UsageError(str(exc)) from None
+    return name
 
 
 def _from_env(name: str, env: dict[str, str]) -> str | None:
