@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from ..app.app import App as Runtime
+from ..app.app import App
 from ..ui.signals import Terminated
 from . import commands
 
@@ -36,9 +36,7 @@ def _key_bindings() -> Any:
     return kb
 
 
-def make_session(
-    rt: Runtime, *, input: Any = None, output: Any = None, completer: Any = None
-) -> Any:
+def make_session(rt: App, *, input: Any = None, output: Any = None, completer: Any = None) -> Any:
     """A prompt-toolkit PromptSession with rheo's history file, key bindings, continuation
     prompt and (when given) Tab completion."""
     from prompt_toolkit import PromptSession
@@ -65,7 +63,7 @@ def make_session(
 
 
 def run_repl(
-    rt: Runtime,
+    rt: App,
     *,
     new_session: bool = False,
     input: Any = None,

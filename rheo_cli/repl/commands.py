@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from ..app.app import App as Runtime
+from ..app.app import App
 from ..app.conversation import Conversation
 from ..app.errors import EngineError, StoreError
 from ..errors import RheoError
@@ -57,7 +57,7 @@ SEARCH_LIMIT = 50
 class ReplState:
     """The REPL's state between lines."""
 
-    rt: Runtime
+    rt: App
     conversation: Conversation
     out: TextIO
     rendered: bool

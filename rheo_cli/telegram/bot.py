@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..app import history
-from ..app.app import App as Runtime
-from ..app.app import build
+from ..app.app import App, build
 from ..app.errors import EngineError, NotFound
 from ..app.text import redact
 from ..errors import ConfigError, RheoError, UsageError
@@ -53,7 +52,7 @@ class BotSettings:
     poll_timeout_s: int = POLL_TIMEOUT_S
 
 
-def settings_from(rt: Runtime, environ: dict[str, str] | None = None) -> BotSettings:
+def settings_from(rt: App, environ: dict[str, str] | None = None) -> BotSettings:
     """Read the token (``RHEO_TELEGRAM_TOKEN``, else ``[telegram] token``), the allowed chats
     (``[telegram] chats``) and ``RHEO_TELEGRAM_API`` (a Bot API base URL).
 
@@ -90,7 +89,7 @@ class TelegramBot:
         self.home = home
         self.log = log
         self.environ = environ
-        self.runtimes: dict[str, Runtime] = {}
+        self.runtimes: dict[str, App] = {}
         self.fresh_session: set[int] = set()
         self.bot: Any = None
 
@@ -102,7 +101,7 @@ class TelegramBot:
         text = " ".join(str(error).split()) or type(error).__name__
         return redact(text, (self.settings.token,))
 
-    def runtime(self, profile: str) -> Runtime:
+    def runtime(self, profile: str) -> App:
         """The runtime of ``profile`` (built once; its store opened on first use)."""
         if profile not in self.runtimes:
             self.runtimes[profile] = build(profile=profile, environ=self.environ)
@@ -159,7 +158,7 @@ class TelegramBot:
 
     async def answer(
         self,
-        rt: Runtime,
+        rt: App,
         chat_id: int,
         text: str = "",
         *,
@@ -268,7 +267,7 @@ class TelegramBot:
             with contextlib.suppress(Exception):
                 await self.bot.send_message(chat_id, piece)
 
-    def listing(self, rt: Runtime, name: str, query: str) -> str:
+    def listing(self, rt: App, name: str, query: str) -> str:
         """The text of ``/memory [query]`` or ``/items``: the lines of the CLI's and the
         REPL's listings, in their order, at most `LISTED`."""
         from ..app import memory
@@ -286,7 +285,7 @@ class TelegramBot:
             empty = "Nothing remembered yet."
         return "\n".join(item_line(i, now, rt.settings) for i in found) or empty
 
-    def forget(self, rt: Runtime, arg: str) -> str:
+    def forget(self, rt: App, arg: str) -> str:
         """``/forget ID``: retract a memory item of this chat's profile (again: a no-op)."""
         from ..app import memory
 
@@ -302,7 +301,7 @@ class TelegramBot:
         state = "Already forgotten" if done.already else "Forgotten"
         return f"{state} #{done.item.id}: {done.item.content_text()}"
 
-    async def retry(self, rt: Runtime, chat_id: int) -> None:
+    async def retry(self, rt: App, chat_id: int) -> None:
         """Answer the chat's last question again when its reply failed or never came."""
         last = history.last_question(rt, chat_id)
         if last is None:
