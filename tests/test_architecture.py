@@ -267,3 +267,117 @@ def test_the_sql_check_sees_multi_line_statements(tmp_path: Path):
     assert sql_strings(sample), "a multi-line SELECT must be found"
     sample.write_text('MESSAGE = "select the item from the list"\n')
     assert sql_strings(sample) == [], "plain English is not SQL"
+
+
+def _module_paths() -> dict[str, Path]:
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def module_imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The rheo modules ``path`` imports, at module level or inside a function: for
+    ``from P import n`` the module ``P.n`` when it is one, else ``P`` itself. The parent
+    packages Python imports on the way are not counted: they are not what the code uses."""
+    tree = ast.parse(path.read_text())
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    found.add(f"{target}.{alias.name}")
+                elif target in modules:
+                    found.add(target)
+    found.discard(here)
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm),
+    each sorted: every module of one can reach every other by imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_import_cycles_are_found_with_the_imports_inside_functions():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+    modules = _module_paths()
+    worker = modules["rheo_cli.background.worker"]
+    assert module_imports(worker, modules) >= {"rheo_cli.memory.jobs"}
+
+
+def test_no_import_cycles_between_modules():
+    modules = _module_paths()
+    graph = {name: module_imports(path, modules) for name, path in modules.items()}
+    cycles = import_cycles(graph)
+    assert not cycles, "modules importing each other (directly or round a loop): " + "; ".join(
+        " <-> ".join(c) for c in cycles
+    )
+
+
+LONGEST = 80
+"""Lines of body (its docstring not counted) a function may have."""
+
+
+def body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines from the first statement after the docstring to the function's last line."""
+    body = node.body
+    first = body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+        and len(body) > 1
+    ):
+        first = body[1]
+    return (node.end_lineno or node.lineno) - first.lineno + 1
+
+
+def test_no_function_is_longer_than_eighty_lines():
+    long = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = body_lines(node)
+                if lines > LONGEST:
+                    long.append(f"{module_name(path)}.{node.name} ({lines} lines)")
+    assert not long, "split these functions: " + ", ".join(long)

@@ -147,33 +147,37 @@ def _legacy_rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
-def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any]]:
-    """The message store's turns as rows shaped like the legacy ones."""
-    messages = {
-        r[0]: (r[1], r[2])
-        for r in conn.execute("SELECT hash, parent_hash, role FROM messages").fetchall()
-    }
-    texts: dict[str, list[tuple[int, Any, Any]]] = {}
-    for r in conn.execute(
-        "SELECT message_hash, position, text, payload FROM parts WHERE type = 'text' "
-        "ORDER BY message_hash, position"
-    ).fetchall():
-        texts.setdefault(r[0], []).append((r[1], r[2], r[3]))
-    has_threads = bool(_columns(conn, "threads"))
-    name = "th.name" if has_threads else "NULL"
-    join = "LEFT JOIN threads th ON th.id = t.thread_id" if has_threads else ""
-    fragments: dict[int, str] = {}
+class _Messages:
+    """llm's message store read once: each message's parent and role, its text parts, and
+    the fragments those parts name (read when first needed)."""
 
-    def fragment(ident: Any) -> str:
-        if ident not in fragments:
-            found = conn.execute("SELECT content FROM fragments WHERE id = ?", (ident,))
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.links = {
+            r[0]: (r[1], r[2])
+            for r in conn.execute("SELECT hash, parent_hash, role FROM messages").fetchall()
+        }
+        self.texts: dict[str, list[tuple[int, Any, Any]]] = {}
+        for r in conn.execute(
+            "SELECT message_hash, position, text, payload FROM parts WHERE type = 'text' "
+            "ORDER BY message_hash, position"
+        ).fetchall():
+            self.texts.setdefault(r[0], []).append((r[1], r[2], r[3]))
+        self.fragments: dict[int, str] = {}
+
+    def fragment(self, ident: Any) -> str:
+        """A fragment's content ('' when it is missing)."""
+        if ident not in self.fragments:
+            found = self.conn.execute("SELECT content FROM fragments WHERE id = ?", (ident,))
             row = found.fetchone()
-            fragments[ident] = str(row[0]) if row is not None and row[0] is not None else ""
-        return fragments[ident]
+            self.fragments[ident] = str(row[0]) if row is not None and row[0] is not None else ""
+        return self.fragments[ident]
 
-    def text_of(message: str, here: str) -> str:
+    def text_of(self, message: str, here: str) -> str:
+        """A message's text: its literal parts and JSON payloads joined, fragments read in.
+        Raises MalformedHistory for a payload that is not JSON."""
         out = []
-        for _, literal, payload in texts.get(message, []):
+        for _, literal, payload in self.texts.get(message, []):
             if literal is not None:
                 out.append(str(literal))
                 continue
@@ -189,10 +193,48 @@ def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any
                 if isinstance(piece, dict):
                     literal = piece.get("literal")
                     out.append(
-                        literal if isinstance(literal, str) else fragment(piece.get("fragment"))
+                        literal
+                        if isinstance(literal, str)
+                        else self.fragment(piece.get("fragment"))
                     )
         return "".join(out)
 
+    def _link(self, at: str, here: str) -> tuple[Any, str]:
+        if at not in self.links:
+            raise MalformedHistory(f"{here}: message {at} is not in the log")
+        return self.links[at]
+
+    def appended(self, tip: Any, parent: Any, here: str) -> list[str]:
+        """The assistant messages a turn appended, from its tip back to its parent."""
+        found: list[str] = []
+        at = tip
+        while at is not None and at != parent:
+            up, role = self._link(at, here)
+            if role == "assistant":
+                found.append(at)
+            at = up
+        return found
+
+    def given(self, parent: Any, here: str) -> list[str]:
+        """The person's input: the run of user (and tool) messages the turn answered."""
+        found: list[str] = []
+        at = parent
+        while at is not None:
+            up, role = self._link(at, here)
+            if role not in ("user", "tool"):
+                break
+            if role == "user":
+                found.append(at)
+            at = up
+        return found
+
+
+def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any]]:
+    """The message store's turns as rows shaped like the legacy ones."""
+    store = _Messages(conn)
+    has_threads = bool(_columns(conn, "threads"))
+    name = "th.name" if has_threads else "NULL"
+    join = "LEFT JOIN threads th ON th.id = t.thread_id" if has_threads else ""
     rows = []
     for r in conn.execute(
         f"SELECT t.rowid AS row_order, t.id, t.model, t.thread_id, t.parent_message_hash, "
@@ -201,32 +243,15 @@ def _turn_rows(conn: sqlite3.Connection, path: str | Path) -> list[dict[str, Any
     ).fetchall():
         here = f"{path}: turn {r['id']!r}"
         parent, tip = r["parent_message_hash"], r["tip_message_hash"]
-        appended: list[str] = []
-        at = tip
-        while at is not None and at != parent:  # what the turn appended: tip back to parent
-            if at not in messages:
-                raise MalformedHistory(f"{here}: message {at} is not in the log")
-            if messages[at][1] == "assistant":
-                appended.append(at)
-            at = messages[at][0]
-        given: list[str] = []
-        at = parent
-        while at is not None:  # the person's input: the run of user/tool messages it answered
-            if at not in messages:
-                raise MalformedHistory(f"{here}: message {at} is not in the log")
-            up, role = messages[at]
-            if role not in ("user", "tool"):
-                break
-            if role == "user":
-                given.append(at)
-            at = up
+        appended = store.appended(tip, parent, here)
+        given = store.given(parent, here)
         rows.append(
             {
                 "row_order": r["row_order"],
                 "id": r["id"],
                 "model": r["model"],
-                "prompt": "".join(text_of(m, here) for m in reversed(given)),
-                "response": "".join(text_of(m, here) for m in reversed(appended)),
+                "prompt": "".join(store.text_of(m, here) for m in reversed(given)),
+                "response": "".join(store.text_of(m, here) for m in reversed(appended)),
                 "conversation_id": r["thread_id"],
                 "datetime_utc": r["datetime_utc"],
                 "conversation_name": r["conversation_name"],

@@ -126,6 +126,10 @@ def _ago(
         )
 
 
+_Add = Callable[[datetime, datetime, "re.Match[str]"], None]
+"""How each rule reports a range it found: start, end (aware, end exclusive), the match."""
+
+
 def resolve(message: str, now: datetime) -> list[TimeRange]:
     """Every time expression found in ``message``, resolved against ``now`` (aware)."""
     text = message.lower()
@@ -135,12 +139,23 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
     def add(start: datetime, end: datetime, match: re.Match[str]) -> None:
         found.append(TimeRange(start, end, match.group(0).strip(), match.span()))
 
+    for rule in (_named_days, _this_and_last, _days_ago, _weekdays, _dates, _months_and_years):
+        rule(text, today, add)
+    return found
+
+
+def _named_days(text: str, today: datetime, add: _Add) -> None:
+    """Today, yesterday, the day before yesterday."""
     for m in re.finditer(r"\b(today|tonight|this (?:morning|afternoon|evening))\b", text):
         add(today, today + timedelta(days=1), m)
     for m in re.finditer(r"\b(yesterday|last night)\b", text):
         add(today - timedelta(days=1), today, m)
     for m in re.finditer(r"\bday before yesterday\b", text):
         add(today - timedelta(days=2), today - timedelta(days=1), m)
+
+
+def _this_and_last(text: str, today: datetime, add: _Add) -> None:
+    """This, last, past and previous week, month and year."""
     week_start = today - timedelta(days=today.weekday())
     for m in re.finditer(r"\b(this|last|past|previous) week\b", text):
         if m.group(1) == "this":
@@ -165,11 +180,20 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
             add(today - timedelta(days=366), today + timedelta(days=1), m)
         else:
             add(year_start.replace(year=year_start.year - 1), year_start, m)
+
+
+def _days_ago(text: str, today: datetime, add: _Add) -> None:
+    """ "3 days ago", "two weeks ago"."""
     for m in re.finditer(rf"\b({_NUM_RE}) (day|week|month|year)s? ago\b", text):
         try:
             _ago(m, today, add)
         except (OverflowError, ValueError):  # before year 1: not a time rheo can hold
             continue
+
+
+def _weekdays(text: str, today: datetime, add: _Add) -> None:
+    """ "Tuesday", "last Tuesday", "next Friday" (bare short names too ambiguous are not)."""
+    week_start = today - timedelta(days=today.weekday())
     for m in re.finditer(rf"\b(?:(last|this|on|next) )?({_DAY_RE})\b", text):
         qualifier, name = m.group(1), m.group(2)
         if name in ("sun", "sat", "wed", "mar", "may") and not qualifier:
@@ -185,6 +209,10 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
                 back = 7
             day = today - timedelta(days=back)
         add(day, day + timedelta(days=1), m)
+
+
+def _dates(text: str, today: datetime, add: _Add) -> None:
+    """ "3rd of May", "May 3, 2025": the most recent such day when no year is given."""
     for m in re.finditer(
         rf"\b(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_RE})\b(?:,? (\d{{4}}))?|"
         rf"\b({_MONTH_RE}) (\d{{1,2}})(?:st|nd|rd|th)?\b(?:,? (\d{{4}}))?",
@@ -200,6 +228,10 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
         if not (m.group(3) or m.group(6)) and day > today:
             day = day.replace(year=year - 1)
         add(day, day + timedelta(days=1), m)
+
+
+def _months_and_years(text: str, today: datetime, add: _Add) -> None:
+    """ "in March", "since May 2024", "during 2023"."""
     for m in re.finditer(
         rf"\b(?:in|during|since|from|of|last|this) ({_MONTH_RE})\b(?: (\d{{4}}))?", text
     ):
@@ -219,7 +251,6 @@ def resolve(message: str, now: datetime) -> list[TimeRange]:
             today.replace(year=year + 1, month=1, day=1),
             m,
         )
-    return found
 
 
 _UNIT_DAYS = {"day": 1, "week": 7}
