@@ -178,7 +178,7 @@ def maintain(
         f"profile {rt.profile}: {len(summary.done)} job(s) done, "
         f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
     )
-    if rt.store_url:
+    if rt.store_class.serves_one_tenant:
         echo(
             "(on PostgreSQL a profile sees only its own tenant: "
             "'rheo maintain --profile NAME' runs another profile's jobs)"

@@ -1,21 +1,21 @@
 """``rheo doctor``: is the store sound, private and usable? ``--repair`` fixes what it can.
 
-Checks: the database opens and its schema version, SQLite's integrity check, every FTS5 index
-against its table, missing tables, file permissions (0600 files, 0700 folders), the config
-file and the assistants' prompt files, that an API key is set (never its value), and pending
-and failed jobs. The permissions checked are those of rheo's store and files; the person's
-own assistant prompt files there are not rheo's secrets. On PostgreSQL
-the store's checks are `doctor_pg`'s. Exit 0 when healthy, 1 with the list of problems.
+Checks: the config file and the assistants' prompt files, that an API key is set (never its
+value), file permissions (0600 files, 0700 folders), the store's own checks (`Store.health`:
+on SQLite its schema version, integrity, writability, tables and FTS5 indexes; on PostgreSQL
+also the guards, row-level security and extensions), then on every store the sessions'
+counters and the jobs (pending, failed, running past their lease). The permissions checked
+are those of rheo's store and files; the person's own assistant prompt files there are not
+rheo's secrets. Exit 0 when healthy, 1 with the list of problems.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import sys
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,22 +23,14 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import ExitStatus
+from ..memory.store import api
+from ..memory.store.errors import StoreError
 from ..ui.output import print_json, safe
 from .errors import command
 from .options import Json, Profile
 
-
-@dataclass
-class Check:
-    """One check's outcome: ``ok`` False is a problem; ``detail`` is one line."""
-
-    name: str
-    ok: bool
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "ok", "detail"}``."""
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+Check = api.Check
+"""One check's outcome: ``ok`` False is a problem; ``detail`` is one line."""
 
 
 def _private_problems(home: Path, own: frozenset[Path] = frozenset()) -> list[str]:
@@ -147,9 +139,8 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     """Every check (after repairs when ``repair``); returns (checks, what was repaired)."""
     from .. import config as config_mod
     from ..errors import RheoError
-    from ..memory.store import db, health
-    from ..memory.store.errors import StoreError
-    from ..memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
+    from ..memory import store as store_mod
+    from ..memory.store.errors import NotCreated
     from ..memory.store.profiles import DEFAULT_PROFILE
     from ..paths import resolve
     from ..providers.anthropic_api import has_credentials
@@ -172,12 +163,12 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
     except RheoError as exc:
         checks.append(Check("config", False, str(exc)))
 
-    store_url = os.environ.get("RHEO_DATABASE_URL", "").strip()
+    location = os.environ.get("RHEO_DATABASE_URL", "").strip() or str(paths.db)
     try:  # whichever provider is configured or found; no key's value is ever shown
         from ..app import app as runtime
 
         rt = runtime.build(profile=name)
-        store_url = rt.store_url or ""
+        location = rt.store_location
         guidance = rt.provider_ready()
         ready = guidance is None
         detail = "a chat provider is configured" if ready else str(guidance).splitlines()[0]
@@ -197,120 +188,47 @@ def run_checks(profile: str | None, repair: bool) -> tuple[list[Check], list[str
         Check("permissions", not loose, "; ".join(loose[:5]) or "files 0600, folders 0700")
     )
 
-    if store_url:
-        from .doctor_pg import run_pg_checks
-
-        checks += run_pg_checks(store_url, name, repair, repaired, gap_s)
-        return checks, repaired
-    if not paths.db.exists():
-        checks.append(Check("database", True, f"{paths.db} not created yet"))
-        return checks, repaired
     try:
-        conn = db.open_store(paths.db, migrate_schema=False)
+        opened = store_mod.open(location, tenant=name, migrate_schema=False, create=False)
+    except NotCreated as exc:
+        checks.append(Check("database", True, str(exc)))
+        return checks, repaired
     except StoreError as exc:
         checks.append(Check("database", False, str(exc)))
         return checks, repaired
     try:
-        version = schema_version(conn)
-        if repair and version < SCHEMA_VERSION:
-            try:
-                migrate(conn)
-                repaired.append(f"schema upgraded from version {version} to {SCHEMA_VERSION}")
-                version = schema_version(conn)
-            except Exception as exc:  # noqa: BLE001 - reported as the check's detail
-                repaired.append(f"schema upgrade failed: {exc}")
-        if version > SCHEMA_VERSION:
-            detail = f"version {version} is newer than this rheo ({SCHEMA_VERSION}): upgrade rheo"
-        elif version < SCHEMA_VERSION:
-            detail = f"version {version} of {SCHEMA_VERSION}: any rheo command upgrades it"
-        else:
-            detail = f"version {version}"
-        checks.append(Check("schema", version == SCHEMA_VERSION, detail))
-
-        problems = [" ".join(p.split()) for p in health.integrity_problems(conn)]
-        detail = "; ".join(problems)[:600]
-        if problems:
-            detail += (
-                f" (the file is damaged: keep a copy of it; 'sqlite3 {paths.db} .recover' "
-                "saves what can still be read)"
-            )
-        checks.append(Check("integrity", not problems, detail or "ok"))
-
-        unwritable = health.read_only(conn)
-        if unwritable is not None:
-            checks.append(Check("writable", False, _read_only_detail(paths.db, unwritable)))
-
-        missing = [t for t in health.missing_tables(conn) if t not in health.FTS_INDEXES]
-        if repair and missing and unwritable is None:
-            try:
-                for name in health.recreate_tables(conn, missing):
-                    held = (
-                        "from the turns that name them"
-                        if name == "sessions"
-                        else "empty: what it held is gone"
-                    )
-                    repaired.append(f"made the missing table {name} again, {held}")
-            except (sqlite3.Error, MemoryError) as exc:
-                repaired.append(f"could not make the missing tables again: {_why(exc)}")
-            missing = [t for t in health.missing_tables(conn) if t not in health.FTS_INDEXES]
-        checks.append(
-            Check(
-                "tables",
-                not missing,
-                f"missing: {', '.join(missing)}" if missing else "all present",
-            )
-        )
-
-        if unwritable is not None:
-            # FTS5's integrity check is a write: on a read-only store it would only say so
-            # again, and nothing can be repaired.
-            repair = False
-        else:
-            if repair:
-                broken = health.fts_problems(conn)
-                if broken:
-                    try:
-                        health.rebuild_indexes(conn, list(broken))
-                        repaired.append(f"rebuilt {', '.join(broken)} from their tables")
-                    except Exception as exc:  # noqa: BLE001 - reported below
-                        repaired.append(f"could not rebuild the search indexes: {_why(exc)}")
-            fts = health.fts_problems(conn)
-            checks.append(
-                Check(
-                    "search indexes",
-                    not fts,
-                    "; ".join(f"{k}: {v}" for k, v in fts.items())
-                    or "consistent with their tables",
-                )
-            )
-
-        if not missing:
-            checks.append(_guarded("sessions", lambda: session_check(conn, None, repair, repaired)))
-            if repair:
-                try:
-                    if queued := queue_missing_digests(conn, gap_s):
-                        repaired.append(f"queued {queued} missing digest(s)")
-                except (sqlite3.Error, MemoryError) as exc:
-                    repaired.append(f"could not queue missing digests: {_why(exc)}")
-            checks.append(_guarded("jobs", lambda: _jobs_check(conn)))
+        found = opened.health(repair=repair)
+        checks += found.checks
+        repaired += found.repaired
+        if found.usable:
+            _engine_checks(opened, checks, repaired, repair and found.writable, gap_s)
     finally:
-        conn.close()
+        opened.close()
     return checks, repaired
 
 
-def _read_only_detail(db_file: Path, why: str) -> str:
-    """What a read-only store is and what to do about it, in one line."""
-    if db_file.exists() and not os.access(db_file, os.W_OK):
-        mode = stat.S_IMODE(db_file.stat().st_mode)
-        cause = f"the file is read-only (mode {mode:04o}): 'chmod 600 {db_file}'"
-    elif not os.access(db_file.parent, os.W_OK):
-        cause = f"its folder is read-only: 'chmod 700 {db_file.parent}'"
-    else:
-        cause = f"SQLite says: {why} (a read-only mount?)"
-    return (
-        f"{db_file} cannot be written, so nothing is stored; {cause} (the search indexes "
-        "are not checked: their check writes)"
-    )
+def _engine_checks(
+    opened: api.Store, checks: list[Check], repaired: list[str], repair: bool, gap_s: float
+) -> None:
+    """The checks of what the engine keeps, on every store (of the profile a server's store
+    is bound to, of every profile in the SQLite file): sessions' counters against their
+    turns, jobs whose runner died (put back in the queue by ``repair``), missing digests
+    (queued by ``repair``), pending and failed jobs."""
+    from ..memory import jobs
+    from ..memory.store.timeutil import to_stored
+
+    conn, scope = opened.conn, opened.scope
+    checks.append(_guarded("sessions", lambda: session_check(conn, scope, repair, repaired)))
+    wall = time.time()
+    if repair:
+        try:
+            if released := jobs.release_stuck(conn, scope, wall, to_stored(now_or_clock())):
+                repaired.append(f"{released} job(s) whose runner died put back in the queue")
+            if queued := queue_missing_digests(conn, gap_s):
+                repaired.append(f"queued {queued} missing digest(s)")
+        except (StoreError, MemoryError) as exc:
+            repaired.append(f"could not queue missing digests: {_why(exc)}")
+    checks.append(_guarded("jobs", lambda: _jobs_check(conn, scope, wall)))
 
 
 def _why(exc: BaseException) -> str:
@@ -323,20 +241,25 @@ def _guarded(name: str, check: Callable[[], Check]) -> Check:
     damaged page): doctor lists every check either way, never stops at the first."""
     try:
         return check()
-    except (sqlite3.Error, MemoryError) as exc:
+    except (StoreError, MemoryError) as exc:
         return Check(name, False, f"cannot be read: {_why(exc)}")
 
 
-def _jobs_check(conn: Any) -> Check:
+def _jobs_check(conn: Any, scope: str | None, wall: float) -> Check:
+    """Pending and failed jobs, and those still running past their lease (their runner
+    died; ``--repair`` puts them back in the queue)."""
     from ..memory import jobs
 
     counts = jobs.status_counts(conn)
+    stuck = jobs.stuck(conn, scope, wall)
     failed = counts.get("failed", 0)
     waiting = counts.get("pending", 0) + counts.get("running", 0)
     detail = f"{waiting} pending, {failed} failed"
+    if stuck:
+        detail += f", {len(stuck)} running past their lease (--repair re-queues them)"
     if failed:
         detail += " ('rheo maintain --retry-failed' re-queues failed jobs)"
-    return Check("jobs", failed == 0, detail)
+    return Check("jobs", not failed and not stuck, detail)
 
 
 @command

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +13,7 @@ from typing import ParamSpec, TypeVar
 import typer
 
 from ..errors import ExitStatus, RheoError
-from ..memory.store.errors import EngineError, InvalidInput, NotFound
+from ..memory.store.errors import DatabaseError, EngineError, InvalidInput, NotFound
 from ..ui.output import quiet_stdout
 from ..ui.wording import database_message
 
@@ -56,6 +55,9 @@ def reported() -> Iterator[None]:
 
     try:
         yield
+    except DatabaseError as exc:  # a failed statement, in the person's words
+        say_error(database_message(exc))
+        raise typer.Exit(int(ExitStatus.ERROR)) from None
     except (RheoError, EngineError, ProviderError) as exc:
         say_error(str(exc))
         detail = getattr(exc, "detail", None)
@@ -63,9 +65,6 @@ def reported() -> Iterator[None]:
             with contextlib.suppress(BrokenPipeError, ValueError, OSError):
                 sys.stderr.write(detail)
         raise typer.Exit(exit_status_for(exc)) from None
-    except sqlite3.Error as exc:
-        say_error(database_message(exc))
-        raise typer.Exit(int(ExitStatus.ERROR)) from None
     except MemoryError:  # SQLite's SQLITE_NOMEM: a garbled search index asks for absurd sizes
         say_error(
             "out of memory reading the store (a damaged search index can cause it: "

@@ -37,11 +37,10 @@ def paths(json_out: Json = False, profile: Profile = None) -> None:
         raise UsageError(str(exc)) from None
     found = resolve(name)
     info = found.to_json()
-    url = _store_url(found.config)
-    if url:  # memory lives in PostgreSQL: there is no local database file
-        from ..memory.text.safety import redact_url
+    from ..memory import store
 
-        info["db"] = redact_url(url)
+    where = _store_url(found.config) or info["db"]  # a server's URL, else the local file
+    info["db"] = store.choose(where).shown(where)
     if json_out:
         print_json(info)
         return

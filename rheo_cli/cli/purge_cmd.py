@@ -187,7 +187,7 @@ def purge(
                 "counts": done.counts,
                 "vacuumed": done.vacuumed,
                 "wal_truncated": done.wal_truncated,
-                **({"not_rewritten": done.not_rewritten} if rt.store_url else {}),
+                **({"not_rewritten": done.not_rewritten} if done.not_rewritten is not None else {}),
                 "earlier_copies": earlier,
             }
         )
@@ -197,20 +197,9 @@ def purge(
     if done.ref == "profile":
         what = f"profile {rt.profile}"
     echo(f"purged {what}: {counts or 'nothing else'}")
-    if rt.store_url:
-        if not done.vacuumed:
-            tables = ", ".join(done.not_rewritten)
-            say_error(
-                f"note: another session was using {tables or 'the tables'} (or held an older "
-                "transaction), so their files may still hold the text until the tables' owner "
-                f"runs VACUUM FULL on {tables or 'them'}"
-            )
-    elif not done.vacuumed or not done.wal_truncated:
-        say_error(
-            "note: another process holds the database, so the file could not be compacted "
-            "yet; freed space is overwritten, and the next purge compacts it"
-        )
-    say_error(_copies_note(earlier, server=bool(rt.store_url)))
+    if done.note:  # what the store's compaction left to do
+        say_error(f"note: {done.note}")
+    say_error(_copies_note(earlier, server=rt.store_class.server_keeps_copies))
 
 
 def _copies_note(earlier: list[str], *, server: bool) -> str:

@@ -61,36 +61,38 @@ def backup(
     }
     if target.absolute() in {f.absolute() for f in own}:
         raise UsageError(f"{target} is one of rheo's own files: choose another name")
-    if rt.store_url:
+
+    def export(dest: str) -> int:  # a store bound to one tenant backs up its records
         from ..transfer import rheo_jsonl
 
-        with archive.snapshot(rt.conn):
-            records = archive.export_records(rt.conn, [rt.profile])
-            count = rheo_jsonl.write_file(records, target, point="backup.copy")
+        records = archive.export_records(rt.conn, [rt.profile])
+        return rheo_jsonl.write_file(records, Path(dest), point="backup.copy")
+
+    done = rt.store.backup(str(target), export)
+    size = done["bytes"]
+    if "records" in done:  # the profile's tenant, in rheo's export format
         copies.note(rt.paths, target, kind="backup", profiles=[rt.profile])
-        size = target.stat().st_size
         if json_out:
             print_json(
                 {
                     "backup": str(path.absolute()),
                     "bytes": size,
                     "profile": rt.profile,
-                    "records": count - 1,
+                    "records": done["records"],
                     "format": "rheo-export",
                 }  # fmt: skip
             )
             return
         echo(
-            f"backed up profile {rt.profile} ({count - 1:,} records) to {path} ({size:,} bytes); "
-            "restore with 'rheo import'"
+            f"backed up profile {rt.profile} ({done['records']:,} records) to {path} "
+            f"({size:,} bytes); restore with 'rheo import'"
         )
         return
-    size = archive.backup(rt.conn, target)
     copies.note(rt.paths, target, kind="backup", profiles=None)  # every profile of the file
     if json_out:
         print_json({"backup": str(path.absolute()), "bytes": size})
         return
-    echo(f"backed up {rt.paths.db} to {path} ({size:,} bytes)")
+    echo(f"backed up {rt.store.location} to {path} ({size:,} bytes)")
 
 
 @command
@@ -117,7 +119,7 @@ def export(
     from ..transfer import rheo_jsonl
 
     rt = runtime_for(profile)
-    if all_ and rt.store_url:
+    if all_ and rt.store_class.serves_one_tenant:
         raise UsageError(
             "on PostgreSQL each profile is a tenant that sees only its own rows: export one "
             "profile at a time (rheo export --profile NAME)"

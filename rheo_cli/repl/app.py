@@ -130,11 +130,9 @@ def run_repl(
 
 def _store_opens(rt: Runtime) -> bool:
     """Open the store; False when it cannot be (each turn then says so and still answers)."""
-    import sqlite3
-
     from ..memory.store.errors import StoreError
 
     try:
         return rt.conn is not None
-    except (sqlite3.Error, StoreError):
+    except StoreError:
         return False

@@ -6,10 +6,11 @@ done, an interrupted reply, a failed one, nothing to retry.
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 from typing import Any
 
+from ..memory.store.api import Connection
+from ..memory.store.errors import Busy, DatabaseError
 from .output import preview
 
 CHANGED = {
@@ -36,7 +37,7 @@ def change_line(action: str, item: Any, *, already: bool = False) -> str:
 
 
 def apply_change(
-    conn: sqlite3.Connection, profile: str, action: str, item_id: int, now: datetime
+    conn: Connection, profile: str, action: str, item_id: int, now: datetime
 ) -> tuple[Any, bool]:
     """Make a change named in `CHANGED` and return ``(item, already)``: a change already made
     (done again, pinned again, unpinned when not pinned, forgotten again) changes nothing and
@@ -104,7 +105,7 @@ def io_error_message(exc: BaseException) -> str:
     the database's own files that came up short (SQLITE_IOERR_SHORT_READ: its -wal file
     removed under a running rheo, whose -shm still points into it) is said as that."""
     text = " ".join(str(exc).split())
-    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    name = str(getattr(exc, "code", "") or "")
     if name in _WRITE_FAILED or (not name and "full" in text.lower()):
         return f"cannot write the database: {text} (is the disk full?)"
     return (
@@ -114,12 +115,12 @@ def io_error_message(exc: BaseException) -> str:
     )
 
 
-def database_message(exc: sqlite3.Error) -> str:
-    """A one-line explanation of a SQLite failure (or PostgreSQL's, as the engine raises
+def database_message(exc: DatabaseError) -> str:
+    """A one-line explanation of a failed statement (either store's, as the store raises
     it) for a person."""
     text = str(exc)
     lowered = text.lower()
-    if "locked" in lowered or "busy" in lowered:
+    if isinstance(exc, Busy):
         return "the database stayed busy: another process held it for more than 30 s; try again"
     if "readonly" in lowered or "read-only" in lowered:
         return "cannot write the database: it is read-only (check its permissions)"
@@ -140,7 +141,7 @@ def not_stored_line(not_stored: Any) -> str:
     store could not be opened (answered without memory), the person's message could not be
     written (the whole exchange is unstored), or only the reply could not be."""
     error = not_stored.error
-    why = database_message(error) if isinstance(error, sqlite3.Error) else str(error)
+    why = database_message(error) if isinstance(error, DatabaseError) else str(error)
     why = " ".join(why.split())[:240]
     if not_stored.unopened:
         return f"memory unavailable: {why}; answered without it, and this exchange was not stored"

@@ -15,7 +15,7 @@ from conftest import pg_schema_url
 from fakeapi import text
 from helpers import facts_reply, route, run_rheo
 
-from rheo_cli.memory.store import pg_schema
+from rheo_cli.memory.store.postgres import schema as pg_schema
 
 pytestmark = [
     pytest.mark.skipif(
@@ -31,7 +31,7 @@ WORD = "Xylophonequartz"
 @pytest.fixture
 def url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """rheo pointed at a fresh schema of the test server."""
-    from rheo_cli.memory import pg_purge
+    from rheo_cli.memory.store.postgres import purge as pg_purge
 
     monkeypatch.setattr(pg_purge, "SNAPSHOT_WAIT_S", 60)  # other workers share the horizon
     with pg_schema_url() as u:

@@ -7,7 +7,6 @@ found, and repaired where that is safe. Skipped without RHEO_TEST_DATABASE_URL."
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +18,9 @@ from rheo_cli.memory import jobs
 from rheo_cli.memory.kb import documents
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
-from rheo_cli.memory.store import db, pg_health
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import Integrity
+from rheo_cli.memory.store.postgres import health as pg_health
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("RHEO_TEST_DATABASE_URL"),
@@ -92,7 +93,7 @@ def test_guards_disabled_dropped_or_defanged_are_found_and_restored(store):
     assert pg_health.guard_problems(conn) == []
     for sql in ("DELETE FROM turns", "UPDATE digests SET narrative = 'x'",
                 "UPDATE turns SET content = 'x'"):  # fmt: skip
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(Integrity, match="append-only"):
             conn.execute(sql)
     assert conn.execute("SELECT current_user").fetchone()[0] == "rheo_tenant"  # role back
 

@@ -1,14 +1,14 @@
-"""``rheo purge`` on PostgreSQL (`memory/pg_purge.py`), against a real server: one transaction
-erases the tenant's rows past the append-only guards through the transaction-local
-``rheo.purge`` bypass, then VACUUM FULL takes the text out of the table, TOAST and index files;
-other tenants are untouched; the bypass is narrow. Skipped without RHEO_TEST_DATABASE_URL."""
+"""``rheo purge`` on PostgreSQL (`memory/purge.py` with `memory/store/postgres/purge.py`),
+against a real server: one transaction erases the tenant's rows past the append-only guards through
+the transaction-local ``rheo.purge`` bypass, then VACUUM FULL takes the text out of the table, TOAST
+and index files; other tenants are untouched; the bypass is narrow. Skipped without
+RHEO_TEST_DATABASE_URL."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,7 +22,9 @@ from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.kb import documents
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
-from rheo_cli.memory.store import db, pg_schema
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import Integrity
+from rheo_cli.memory.store.postgres import schema as pg_schema
 from rheo_cli.memory.store.settings import Settings
 
 pytestmark = [
@@ -42,7 +44,7 @@ T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 @pytest.fixture
 def url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    from rheo_cli.memory import pg_purge
+    from rheo_cli.memory.store.postgres import purge as pg_purge
 
     # Other workers' transactions share this database's horizon: wait them out (the product
     # waits 10 s, then reports the tables it could not rewrite, as one test checks).
@@ -226,16 +228,16 @@ def test_the_bypass_is_narrow_one_tenant_one_transaction_never_update_or_truncat
     refused = "append-only|never deleted|row-level"
     for sql in ("DELETE FROM turns", "DELETE FROM digests", "DELETE FROM memory_items",
                 "DELETE FROM memory_events", "UPDATE memory_events SET data = '{}'"):  # fmt: skip
-        with pytest.raises(sqlite3.IntegrityError, match=refused):
+        with pytest.raises(Integrity, match=refused):
             conn.execute(sql)
     # Set for one transaction only: afterwards the guards are back.
     with db.write(conn):
         conn.execute("SELECT set_config('rheo.purge', 'acme', true)")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"), db.write(conn):
+        with pytest.raises(Integrity, match="append-only"), db.write(conn):
             conn.execute("UPDATE turns SET content = 'changed'")  # the ledger: never
-        with pytest.raises(sqlite3.IntegrityError, match="append-only|denied"), db.write(conn):
+        with pytest.raises(Integrity, match="append-only|denied"), db.write(conn):
             conn.execute("TRUNCATE turns CASCADE")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute("DELETE FROM digests")
     # A superuser connection, which row-level security does not bind, with the bypass set
     # for acme still cannot delete globex's rows.
@@ -251,7 +253,7 @@ def test_the_bypass_is_narrow_one_tenant_one_transaction_never_update_or_truncat
     engine.purge(conn, engine.plan(conn, profile="acme", what="memory", ref_id=conn.execute(
         "SELECT min(id) FROM memory_items").fetchone()[0]), now=T0)  # fmt: skip
     for sql in ("DELETE FROM purges", "UPDATE purges SET what = 'turn'"):
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(Integrity, match="append-only"):
             conn.execute(sql)
     conn.close()
 
@@ -284,7 +286,7 @@ def test_a_failure_inside_the_transaction_erases_nothing(url, monkeypatch):
     assert counts_of(url, "acme") == before
     assert engine.tombstones(conn, "acme") == []
     # The bypass went with the rolled-back transaction.
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(Integrity):
         conn.execute("DELETE FROM turns")
     conn.close()
 
@@ -368,7 +370,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
     conn = db.open_url(url, tenant="acme")
     assert pg_schema.schema_version(conn) == pg_schema.SCHEMA_VERSION
     assert [t.content for t in turns.recent_turns(conn, "acme")] == [f"old {WORD} turn"]
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute("DELETE FROM turns")
     session = conn.execute("SELECT id FROM sessions").fetchone()[0]
     done = engine.purge(conn, engine.plan(conn, profile="acme", what="session", ref_id=session),
@@ -381,7 +383,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
 def test_an_older_snapshot_elsewhere_is_waited_for_then_reported(url, monkeypatch):
     """A transaction that began before the purge may still read the erased rows, so a rewrite
     keeps them: the purge waits for it, then says which tables it could not clean."""
-    from rheo_cli.memory import pg_purge
+    from rheo_cli.memory.store.postgres import purge as pg_purge
 
     monkeypatch.setattr(pg_purge, "SNAPSHOT_WAIT_S", 0.5)
     conn = db.open_url(url, tenant="acme")

@@ -6,7 +6,6 @@ database URL can reach every profile. Skipped without RHEO_TEST_DATABASE_URL."""
 from __future__ import annotations
 
 import os
-import sqlite3
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +14,7 @@ from helpers import REPO, run_rheo
 
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import DatabaseError
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("RHEO_TEST_DATABASE_URL"),
@@ -36,7 +36,7 @@ def test_row_level_security_scopes_queries_not_logins(home):
             # The guard: no profile filter in the query, still only a's rows; b's refused.
             unfiltered = conn.execute("SELECT profile, content FROM turns").fetchall()
             assert [tuple(r) for r in unfiltered] == [("a", "a's secret")]
-            with pytest.raises(sqlite3.DatabaseError):
+            with pytest.raises(DatabaseError):
                 conn.execute(
                     "INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                     "VALUES ('b', '2026-04-01T09:00:00.000Z', '2026-04-01T09:00:00.000Z', 0)"

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from conftest import pg_schema_url
 
-from rheo_cli.memory import pgsearch
 from rheo_cli.memory.facts import items
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.kb import documents
@@ -21,7 +20,8 @@ from rheo_cli.memory.kb.search import search_chunks
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
 from rheo_cli.memory.store import db
-from rheo_cli.memory.store.pg import PgConnection
+from rheo_cli.memory.store.postgres import search as pgsearch
+from rheo_cli.memory.store.postgres.connection import PgConnection
 from rheo_cli.memory.store.settings import Settings
 
 pytestmark = pytest.mark.skipif(

@@ -16,9 +16,10 @@ from rheo_cli.memory.facts import hotcache
 from rheo_cli.memory.facts.curation import forget
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import sessions, turns
-from rheo_cli.memory.store import db, pg_schema
-from rheo_cli.memory.store.migrations import migrate
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.postgres import schema as pg_schema
 from rheo_cli.memory.store.settings import Settings
+from rheo_cli.memory.store.sqlite.migrations import migrate
 
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 TS = "2026-03-01T09:00:00.000Z"

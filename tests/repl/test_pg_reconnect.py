@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import socket
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from rheo_cli.app import app as runtime
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.db import write
+from rheo_cli.memory.store.errors import Unavailable
 from rheo_cli.repl.app import run_repl
 
 pytestmark = pytest.mark.skipif(
@@ -70,7 +70,7 @@ def test_a_terminated_connection_is_reopened_for_the_same_tenant(tagged):
     assert terminate(name) == 1
     turns.append_turn(conn, profile="acme", role="user", content="again", now=T0, gap_s=60)
     # Dropped inside a transaction: that write fails (nothing half-stored), the next works.
-    with pytest.raises(sqlite3.OperationalError), write(conn):
+    with pytest.raises(Unavailable), write(conn):
         conn.execute("SELECT 1")
         terminate(name)
         conn.execute("SELECT 1")

@@ -1,8 +1,8 @@
 """Full-text search on the PostgreSQL store: the counterparts of the engine's FTS5 queries.
 
 Each function returns rows with the same columns, order and score convention as the SQLite
-query it stands in for (``rank``/``score`` lower is better: minus the row's bm25), so a caller
-branches in one line on `store.pg.dialect` and reads the rows the same way. Words come from
+query it stands in for (``rank``/``score`` lower is better: minus the row's bm25), so the store's
+methods (`PostgresStore`) give the engine the same rows on both stores. Words come from
 `text.fts.terms` (FTS5 strings); `tsquery` turns them into ``phraseto_tsquery`` / prefix
 ``to_tsquery`` calls on the ``english`` configuration (stemming like FTS5's porter
 tokenizer), so any text a person types is a safe query here too.
@@ -26,10 +26,10 @@ the planner uses the index; the results are the same either way.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
-from .store.pg_schema import CJK_CLASS
+from ..api import Connection
+from .schema import CJK_CLASS
 
 CJK_MATCH = f"content ~ '{CJK_CLASS}'"
 """The partial trigram index's predicate, repeated in queries so the planner uses it."""
@@ -159,7 +159,7 @@ def bm25_query(
 
 
 def window_turn_ids(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     terms: list[str],
     *,
@@ -184,7 +184,7 @@ def window_turn_ids(
     return [int(r[0]) for r in rows]
 
 
-def cjk_turn_ids(conn: sqlite3.Connection, profile: str, run: str, limit: int) -> list[int]:
+def cjk_turn_ids(conn: Connection, profile: str, run: str, limit: int) -> list[int]:
     """Ids of ``profile``'s turns containing ``run`` (three or more CJK characters; the
     trigram index), newest first."""
     pattern = "%" + run.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -196,9 +196,7 @@ def cjk_turn_ids(conn: sqlite3.Connection, profile: str, run: str, limit: int) -
     return [int(r[0]) for r in rows]
 
 
-def word_turn_ids(
-    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
-) -> list[int]:
+def word_turn_ids(conn: Connection, profile: str, terms: list[str], limit: int) -> list[int]:
     """Ids of ``profile``'s turns holding any of ``terms`` (the word's postings), at most
     ``limit``."""
     q, params = tsquery(terms)
@@ -209,9 +207,7 @@ def word_turn_ids(
     return [int(r[0]) for r in rows]
 
 
-def newest_word_turn_ids(
-    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
-) -> list[int]:
+def newest_word_turn_ids(conn: Connection, profile: str, terms: list[str], limit: int) -> list[int]:
     """Ids of ``profile``'s newest turns holding any of ``terms``."""
     q, params = tsquery(terms)
     rows = conn.execute(
@@ -222,7 +218,7 @@ def newest_word_turn_ids(
 
 
 def trigram_turns(
-    conn: sqlite3.Connection, profile: str, columns: str, grams: list[str], limit: int
+    conn: Connection, profile: str, columns: str, grams: list[str], limit: int
 ) -> list[Any]:
     """Turns in scripts without spaces holding any of ``grams`` (three-character pieces of the
     message), most pieces first (``columns`` of ``turns t`` plus ``rank``: minus the number
@@ -241,9 +237,7 @@ def trigram_turns(
     ).fetchall()
 
 
-def item_source_turns(
-    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
-) -> list[Any]:
+def item_source_turns(conn: Connection, profile: str, terms: list[str], limit: int) -> list[Any]:
     """``(tid, rank)`` of memory items matching any of ``terms`` (not retracted, with a
     source turn), best first by bm25."""
     if not terms:
@@ -266,7 +260,7 @@ def item_source_turns(
 
 
 def search_items(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     terms: list[str],
     *,
@@ -303,9 +297,7 @@ def search_items(
     return conn.execute(sql, params).fetchall()
 
 
-def search_digests(
-    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
-) -> list[Any]:
+def search_digests(conn: Connection, profile: str, terms: list[str], limit: int) -> list[Any]:
     """Digests (every column plus ``rank``) whose narrative or decisions match any term, best
     first by bm25."""
     if not terms:
@@ -328,7 +320,7 @@ def search_digests(
 
 
 def search_chunks(
-    conn: sqlite3.Connection, profile: str, terms: list[str], *, any_term: bool, limit: int
+    conn: Connection, profile: str, terms: list[str], *, any_term: bool, limit: int
 ) -> list[Any]:
     """Active knowledge-base chunks matching ``terms``, best first by bm25 with the heading
     weighted twice the body (FTS5's ``bm25(kb_chunks_fts, 2.0, 1.0)``), with their document's
@@ -352,9 +344,7 @@ def search_chunks(
     return conn.execute(sql, args).fetchall()
 
 
-def plain_turn_ids(
-    conn: sqlite3.Connection, profile: str, terms: list[str], limit: int
-) -> list[int]:
+def plain_turn_ids(conn: Connection, profile: str, terms: list[str], limit: int) -> list[int]:
     """Ids of ``profile``'s best ``limit`` turns holding any of ``terms`` by bm25 over every
     match (the plain baseline of `retrieval.baseline`), best first."""
     if not terms:

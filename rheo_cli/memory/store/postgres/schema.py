@@ -7,7 +7,7 @@ The same schema ideas as the SQLite store (`migrations`), in PostgreSQL's terms:
 - full-text search is a stored ``tsvector`` column (``rheo_english``: PostgreSQL's English
   stemming and stop words with accents removed, the counterpart of FTS5's ``porter unicode61
   remove_diacritics``) with a GIN index, ranked by bm25 as FTS5 computes it
-  (`pgsearch.bm25_query`); text in scripts written without spaces (Chinese, Japanese,
+  (`search.bm25_query`); text in scripts written without spaces (Chinese, Japanese,
   Korean, Thai) is found through a ``pg_trgm`` trigram index over just those turns;
 - every table carries the profile (tenant) and has a row-level security policy
   ``profile = current_setting('rheo.tenant')`` with FORCE ROW LEVEL SECURITY, so the tables'
@@ -27,10 +27,10 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from .errors import NewerStore
+from ..errors import NewerStore, StoreError
 
 if TYPE_CHECKING:
-    from .pg import PgConnection
+    from .connection import PgConnection
 
 CJK_CLASS = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f]"
 """Regular-expression class of characters from scripts written without spaces between words;
@@ -326,7 +326,7 @@ M004_PURGE = """
 """The one deliberate erase (``rheo purge``, SQLite's m009): the guards a purge must pass —
 deleting turns, digests, memory items and their history, and clearing a kept event's link
 to an erased row — stand aside only for rows of the tenant named by the transaction-local
-setting ``rheo.purge``, which only the engine's purge sets (`pg_purge`), inside its own
+setting ``rheo.purge``, which only the engine's purge sets (`purge.purge`), inside its own
 transaction. Updates of the ledger, TRUNCATE and every other guard never stand aside.
 ``purges`` holds the tombstones (what and when, never the content): append-only, per tenant."""
 
@@ -482,6 +482,46 @@ EXTENSION_SETUP = (
 """Installs the extensions search needs where none is installed (an existing one, in any
 schema, is used where it is)."""
 
+
+class MissingExtensions(StoreError):
+    """The extensions search needs are not installed in the database and the connecting
+    role may not create them (on a managed database: an administrator creates them once)."""
+
+
+def ensure_extensions(conn: PgConnection) -> None:
+    """Make sure the extensions search needs (`EXTENSION_SETUP`) are installed before the
+    schema is made: one already present (in any schema) is used as it is, whatever rights
+    this role has; a missing one is created in ``public`` when the role may (they are
+    trusted extensions: the database's owner, or a role with CREATE on it, may). Raises
+    MissingExtensions, naming them and the statement an administrator runs, when it may not.
+    """
+    import psycopg
+
+    raw = conn.raw
+    present = {
+        str(r[0])
+        for r in raw.execute(
+            "SELECT extname FROM pg_extension WHERE extname IN ('pg_trgm', 'unaccent')"
+        ).fetchall()
+    }
+    missing = [name for name in ("pg_trgm", "unaccent") if name not in present]
+    if not missing:
+        return
+    try:
+        with raw.transaction():
+            for name in missing:
+                raw.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
+    except psycopg.Error as exc:
+        role = raw.execute("SELECT current_user").fetchone()[0]
+        statements = " ".join(f"CREATE EXTENSION {name};" for name in missing)
+        why = " ".join(str(exc).split())[:160]
+        raise MissingExtensions(
+            f"the PostgreSQL extension(s) {', '.join(missing)} that search needs are not "
+            f"installed in this database, and role {role} may not create them ({why}): an "
+            f"administrator runs once, in this database: {statements}"
+        ) from None
+
+
 _TRGM_OPS = re.compile(r'(?<![\w."])gin_trgm_ops\b')
 
 
@@ -562,11 +602,13 @@ def schema_version(conn: PgConnection) -> int:
 
 def migrate(conn: PgConnection) -> list[str]:
     """Apply pending migrations in order, each in its own transaction under an advisory lock;
-    return the names applied. Raises NewerStore for a database newer than this rheo."""
+    return the names applied. Raises NewerStore for a database newer than this rheo,
+    MissingExtensions when the extensions search needs are missing and cannot be made."""
     raw = conn.raw
     applied: list[str] = []
     if schema_version(conn) == SCHEMA_VERSION:
         return applied
+    ensure_extensions(conn)
     while True:
         with raw.transaction():
             raw.execute("SELECT pg_advisory_xact_lock(hashtext('rheo:migrate'))")

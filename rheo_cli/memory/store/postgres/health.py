@@ -3,19 +3,20 @@ read back from the catalog.
 
 Each ``*_problems`` function returns one line per problem (empty when sound); each ``repair_*``
 function fixes what can be fixed without touching a row of the ledger, with the rights the
-connection logged in with (`pg_schema.owner_rights`: the tables' owner or a superuser), and
-returns what it did. The rules checked are the schema's own (`pg_schema`): the append-only
+connection logged in with (`schema.owner_rights`: the tables' owner or a superuser), and
+returns what it did. The rules checked are the schema's own (`schema`): the append-only
 guards (triggers, enabled, calling functions that still refuse), row-level security enabled
 and forced on every tenant table with exactly rheo's policy, the extensions the search
 needs, the search indexes valid, every stored ``tsvector`` equal to what its text gives
-today, and jobs whose runner died. Reads of rows are the tenant's and name its profile.
+today. Reads of rows are the tenant's and name its profile. (Jobs whose runner died are the
+engine's check, on both stores: `jobs.stuck`.)
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .pg_schema import (
+from .schema import (
     CJK_CLASS,
     M006_FTS,
     SCHEMA_VERSION,
@@ -26,7 +27,7 @@ from .pg_schema import (
 )
 
 if TYPE_CHECKING:
-    from .pg import PgConnection
+    from .connection import PgConnection
 
 _REFUSE = """CREATE OR REPLACE FUNCTION rheo_refuse() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN RAISE EXCEPTION '%', TG_ARGV[0] USING ERRCODE = 'integrity_constraint_violation';
@@ -378,35 +379,6 @@ def repair_search(conn: PgConnection, profile: str) -> list[str]:
                 raw.execute(f"REINDEX INDEX {name}")
                 done.append(f"{name} rebuilt")
     return done
-
-
-# --- jobs --------------------------------------------------------------------------------
-
-
-def stuck_jobs(conn: PgConnection, profile: str, wall_now: float) -> list[int]:
-    """Ids of ``profile``'s jobs still marked running after their lease ended (``wall_now``:
-    Unix seconds): their runner died and no worker has taken them over yet."""
-    rows = conn.execute(
-        "SELECT id FROM jobs WHERE profile = ? AND status = 'running' "
-        "AND (lease_until IS NULL OR lease_until < ?) ORDER BY id",
-        (profile, wall_now),
-    ).fetchall()
-    return [int(r[0]) for r in rows]
-
-
-def release_stuck(conn: PgConnection, profile: str, wall_now: float, ts: str) -> int:
-    """Put ``profile``'s stuck jobs back in the queue (pending, no attempt counted, as a
-    takeover would); returns how many."""
-    from .db import write
-
-    with write(conn):  # type: ignore[arg-type]
-        cur = conn.execute(
-            "UPDATE jobs SET status = 'pending', lease_until = NULL, leased_by = NULL, "
-            "updated_at = ? WHERE profile = ? AND status = 'running' "
-            "AND (lease_until IS NULL OR lease_until < ?)",
-            (ts, profile, wall_now),
-        )
-        return max(cur.rowcount, 0)
 
 
 def server(conn: PgConnection) -> str:
