@@ -12,10 +12,16 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
+from ..app.errors import (
+    DatabaseError,
+    EngineError,
+    InvalidInput,
+    NotFound,
+    ProviderError,
+    database_message,
+)
 from ..errors import ExitStatus, RheoError
-from ..memory.store.errors import DatabaseError, EngineError, InvalidInput, NotFound
 from ..ui.output import quiet_stdout
-from ..ui.wording import database_message
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -48,11 +54,10 @@ def reported() -> Iterator[None]:
     """Turn rheo's errors into one stderr line and ``typer.Exit(status)``.
 
     RheoError and engine errors print their message; a provider failure prints its one line;
-    a SQLite failure is explained; a closed stdout pipe exits quietly (0) and an unwritable
-    stdout exits 1; Ctrl-C exits 130. Anything else is a bug and keeps its traceback.
+    a failed statement (either store's) is explained; a closed stdout pipe exits quietly (0)
+    and an unwritable stdout exits 1; Ctrl-C exits 130. Anything else is a bug and keeps its
+    traceback.
     """
-    from ..providers.base import ProviderError
-
     try:
         yield
     except DatabaseError as exc:  # a failed statement, in the person's words

@@ -6,11 +6,9 @@ done, an interrupted reply, a failed one, nothing to retry.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
-from ..memory.store.api import Connection
-from ..memory.store.errors import Busy, DatabaseError
+from ..app.errors import DatabaseError, database_message
 from .output import preview
 
 CHANGED = {
@@ -34,28 +32,6 @@ def change_line(action: str, item: Any, *, already: bool = False) -> str:
         state = ALREADY.get(action) or f"already {state}"
     tail = " (the other version is superseded)" if action == "resolve" else ""
     return f"#{item.id} {state}: {preview(item.content_text(), 80)}{tail}"
-
-
-def apply_change(
-    conn: Connection, profile: str, action: str, item_id: int, now: datetime
-) -> tuple[Any, bool]:
-    """Make a change named in `CHANGED` and return ``(item, already)``: a change already made
-    (done again, pinned again, unpinned when not pinned, forgotten again) changes nothing and
-    is not an error (``already`` is True). Raises the engine's NotFound / InvalidInput for an
-    unknown id or an impossible change."""
-    from ..memory.facts import curation, items
-
-    if action in ("done", "pin", "unpin", "forget"):
-        item = items.get_item(conn, profile, item_id)
-        already = {
-            "done": item.status == "done",
-            "pin": item.pinned and item.status == "active",
-            "unpin": not item.pinned and item.status == "active",
-            "forget": item.status == "retracted",
-        }[action]
-        if already:
-            return item, True
-    return curation.CHANGES[action](conn, profile, item_id, now), False
 
 
 def interrupted_line(turn_id: int) -> str:
@@ -91,49 +67,6 @@ def cut_line(result: Any) -> str:
         f"the reply was cut at the max_tokens limit{size} and is incomplete; "
         f"raise it with 'rheo config set max_tokens {more}'"
     )
-
-
-_WRITE_FAILED = frozenset(
-    {"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_IOERR_DIR_FSYNC",
-     "SQLITE_IOERR_TRUNCATE", "SQLITE_IOERR_NOMEM"}
-)  # fmt: skip
-"""SQLite's error names for a write the disk refused (full, over a size limit, failing)."""
-
-
-def io_error_message(exc: BaseException) -> str:
-    """A disk I/O error in words: a write the disk refused is "is the disk full?"; a read of
-    the database's own files that came up short (SQLITE_IOERR_SHORT_READ: its -wal file
-    removed under a running rheo, whose -shm still points into it) is said as that."""
-    text = " ".join(str(exc).split())
-    name = str(getattr(exc, "code", "") or "")
-    if name in _WRITE_FAILED or (not name and "full" in text.lower()):
-        return f"cannot write the database: {text} (is the disk full?)"
-    return (
-        f"cannot read the database's files: {text}{f' ({name})' if name else ''}: its -wal "
-        "or -shm file was removed or replaced while rheo had it open, or the disk is failing; "
-        "'rheo doctor' checks it"
-    )
-
-
-def database_message(exc: DatabaseError) -> str:
-    """A one-line explanation of a failed statement (either store's, as the store raises
-    it) for a person."""
-    text = str(exc)
-    lowered = text.lower()
-    if isinstance(exc, Busy):
-        return "the database stayed busy: another process held it for more than 30 s; try again"
-    if "readonly" in lowered or "read-only" in lowered:
-        return "cannot write the database: it is read-only (check its permissions)"
-    if "vtable constructor failed" in lowered or "fts5" in lowered:
-        return (
-            f"a search index is damaged ({text}); 'rheo doctor --repair' rebuilds it from "
-            "the stored rows"
-        )
-    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
-        return f"the database is damaged ({text}); 'rheo paths' shows where it is"
-    if "disk i/o" in lowered or "full" in lowered:
-        return io_error_message(exc)
-    return f"database error: {text}"
 
 
 def not_stored_line(not_stored: Any) -> str:

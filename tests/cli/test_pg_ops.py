@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import pg_schema_url
+from conftest import as_admin, pg_schema_url
 from fakeapi import text
 from helpers import facts_reply, route, run_rheo
 
@@ -43,7 +43,7 @@ def admin_rows(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
     """Rows read by a superuser connection (row-level security does not bind it)."""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as a:
+    with psycopg.connect(as_admin(url), autocommit=True) as a:
         return a.execute(sql, args).fetchall()
 
 
