@@ -52,6 +52,8 @@ def _touched(target: Target, counts: dict[str, int]) -> list[str]:
         tables += ["memory_items", "memory_events"]
     if counts.get("sessions") or target.sessions_touched:
         tables.append("sessions")
+    if {"turns", "digests", "kb_chunks", "memory_items"} & set(tables):
+        tables.append("postings")  # the words of what went (search, `pg_schema` m008)
     return tables
 
 
