@@ -794,14 +794,22 @@ def migrate(conn: PgConnection) -> list[str]:
             )
             if _is_superuser(conn):
                 _grant_tenant_role(conn)
+            from .pg_roles import regrant_members
+
+            regrant_members(raw)  # members' rights on a table this step added
             applied.append(name)
     return applied
 
 
 def enter_tenant_role(conn: PgConnection) -> None:
     """A superuser bypasses row-level security: make a superuser connection act as
-    `TENANT_ROLE` from now on (a normal role owning the tables is held by FORCE)."""
+    `TENANT_ROLE` from now on (a normal role owning the tables is held by FORCE). Then refuse
+    a connection for a profile its login may not act for (`pg_roles.check_granted`: neither
+    the tables' owner nor granted it), with a line saying so. Raises StoreError."""
+    from .pg_roles import check_granted
+
     if not _is_superuser(conn):
+        check_granted(conn)
         return
     granted = conn.raw.execute(
         "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = %s) AND CASE WHEN "
@@ -811,7 +819,7 @@ def enter_tenant_role(conn: PgConnection) -> None:
     ).fetchone()[0]
     if not granted:
         _grant_tenant_role(conn)
-    conn.raw.execute(f"SET ROLE {TENANT_ROLE}")
+    conn.raw.execute(f"SET ROLE {TENANT_ROLE}")  # a superuser may act for every profile
 
 
 @contextmanager
