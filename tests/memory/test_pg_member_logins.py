@@ -311,3 +311,27 @@ def test_control_the_policy_of_before_lets_any_login_read_any_tenant_and_doctor_
     finally:
         owner.close()
     assert counts(team.alice, "globex")["turns"] == 0
+
+
+def test_a_member_cannot_tie_its_rows_to_another_profiles_rows(team):
+    """References carry the profile (m009): a row of acme pointing at globex's session, turn
+    or memory item is refused, so alice can neither block globex's purge nor probe its ids."""
+    import psycopg
+
+    with psycopg.connect(team.owner, autocommit=True) as c:
+        c.execute("SELECT set_config('rheo.tenant', 'globex', false)")
+        session, turn = c.execute("SELECT session_id, id FROM turns LIMIT 1").fetchone()
+        item = c.execute("SELECT max(id) FROM memory_items").fetchone()[0]
+    with psycopg.connect(team.alice, autocommit=True) as c:
+        c.execute("SELECT set_config('rheo.tenant', 'acme', false)")
+        for sql, args in (
+            ("INSERT INTO turns(profile, session_id, role, content, ts) "
+             "VALUES ('acme', %s, 'user', 'x', 'x')", (session,)),
+            ("INSERT INTO digests(profile, session_id, started_at, ended_at, narrative, "
+             "created_at) VALUES ('acme', %s, 'x', 'x', 'x', 'x')", (session,)),
+            ("UPDATE memory_items SET superseded_by = %s", (item,)),
+            ("INSERT INTO memory_events(item_id, profile, ts, kind, cause, source_turn_id) "
+             "SELECT id, 'acme', 'x', 'created', 'x', %s FROM memory_items LIMIT 1", (turn,)),
+        ):  # fmt: skip
+            with pytest.raises(psycopg.errors.IntegrityError):  # the reference, or unique
+                c.execute(sql, args)

@@ -591,6 +591,7 @@ M008_POSTINGS = (
     + _backfill()
     + """
     DROP INDEX turns_fts, memory_items_fts, digests_fts, kb_chunks_fts, turns_cjk;
+    CREATE INDEX memory_items_source ON memory_items(profile, source_turn_id);
 """
 )
 """Search under forced row-level security with no superuser and no catalog change (issue
@@ -600,7 +601,9 @@ and filled here for the rows already stored. Every search reads it with leakproo
 only (text equality, a ``COLLATE "C"`` range for a prefix, integer comparisons), which
 PostgreSQL may use as index conditions under a policy; ``@@`` and ``LIKE`` (not leakproof)
 could not, which kept the GIN and trigram indexes unused: they are dropped. The ``tsvector``
-columns stay, as what the postings are computed from."""
+columns stay, as what the postings are computed from. Memory items get the index on their
+source turn SQLite has (m010 there): RELEVANT HISTORY asks which of a turn's facts were
+superseded."""
 
 GRANTS_TABLE = "tenant_grants"
 """Which login roles may act for which profile (``rheo team grant``): (profile, member)."""
@@ -639,7 +642,39 @@ def _member_policies(tables: tuple[str, ...]) -> str:
     )
 
 
-M009_MEMBER_LOGINS = f"""
+TENANT_LINKS = (
+    ("turns", "session_id", "sessions"),
+    ("memory_items", "source_turn_id", "turns"),
+    ("memory_items", "superseded_by", "memory_items"),
+    ("memory_items", "conflict_with", "memory_items"),
+    ("memory_events", "item_id", "memory_items"),
+    ("memory_events", "related_item_id", "memory_items"),
+    ("memory_events", "source_turn_id", "turns"),
+    ("digests", "session_id", "sessions"),
+    ("kb_documents", "replaced_by", "kb_documents"),
+    ("kb_chunks", "document_id", "kb_documents"),
+)
+"""Every reference from one row to another: (table, column, referenced table)."""
+
+
+def _tenant_links() -> str:
+    out = """
+    DROP INDEX sessions_profile;
+    CREATE UNIQUE INDEX sessions_profile ON sessions(profile, id);
+    DROP INDEX turns_profile;
+    CREATE UNIQUE INDEX turns_profile ON turns(profile, id);
+    CREATE UNIQUE INDEX memory_items_tenant_id ON memory_items(profile, id);
+    CREATE UNIQUE INDEX kb_documents_tenant_id ON kb_documents(profile, id);"""
+    for table, column, target in TENANT_LINKS:
+        out += f"""
+    ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_fkey;
+    ALTER TABLE {table} ADD CONSTRAINT {table}_{column}_fkey FOREIGN KEY (profile, {column})
+        REFERENCES {target}(profile, id) NOT VALID;"""
+    return out
+
+
+M009_MEMBER_LOGINS = (
+    f"""
     CREATE TABLE {GRANTS_TABLE} (
         profile    TEXT NOT NULL,
         member     regrole NOT NULL,
@@ -653,7 +688,10 @@ M009_MEMBER_LOGINS = f"""
         WITH CHECK ({OWNER_CHECK});
     ALTER TABLE jobs DROP CONSTRAINT jobs_kind_ref_id_key;
     ALTER TABLE jobs ADD CONSTRAINT jobs_profile_kind_ref_id_key UNIQUE (profile, kind, ref_id);
-""" + _member_policies((*M002_TABLES, "purges", "profile_counters", "postings"))
+"""
+    + _tenant_links()
+    + _member_policies((*M002_TABLES, "purges", "profile_counters", "postings"))
+)
 """Each member's own login (issue 22): profiles map to database roles through
 ``tenant_grants`` (profile, member role; a role may be granted several profiles, and a
 profile several roles), and every tenant table's policy checks the login's membership, not
@@ -661,7 +699,12 @@ only the ``rheo.tenant`` the client chose: a login that neither owns rheo's tabl
 granted the profile sees no row of it and may write none, whatever it sets. The owner (the
 single-login setup) may act for every profile, as before. ``tenant_grants`` shows a member
 its own grants; only the owner may change it (``rheo team grant`` / ``revoke``). A job's
-reference is unique per profile, so another profile's job cannot pre-empt one."""
+reference is unique per profile, so another profile's job cannot pre-empt one; and every
+reference from one row to another names the profile too (``(profile, session_id) REFERENCES
+sessions(profile, id)``, `TENANT_LINKS`), so a row can only point at a row of its own tenant:
+a member cannot tie its rows to another profile's (which would block that profile's purge,
+and tell whether an id exists). Existing rows are not re-checked (``NOT VALID``): they were
+written by rheo, for one tenant each."""
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
