@@ -280,7 +280,7 @@ def test_doctor_and_commands_work_in_a_schema_of_their_own(rheo, monkeypatch):
         assert done.exit_code == 0, done.stderr
         after = rheo("doctor")
         assert "PROBLEM" not in after.stdout.replace("PROBLEM   api key", ""), after.stdout
-        assert "search indexes: indexes valid" in after.stdout
+        assert "search indexes: index valid" in after.stdout
     finally:
         with psycopg.connect(base, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")

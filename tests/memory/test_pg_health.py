@@ -123,26 +123,56 @@ def test_row_level_security_weakened_is_found_and_restored(store):
     assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
 
 
-def test_a_dropped_search_index_and_stale_tsvectors_are_rebuilt_from_the_text(store):
+def test_a_dropped_index_a_disabled_trigger_and_stale_tsvectors_are_rebuilt_from_the_text(store):
     conn, admin = store
-    admin.execute("DROP INDEX turns_cjk")
+    admin.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
+    admin.execute("ALTER TABLE turns DISABLE TRIGGER turns_postings_added")
+    turns.append_turn(conn, profile="acme", role="user", content="hamsters were sleeping",
+                      now=T0, gap_s=7200)  # fmt: skip
+    assert turns.search_turns(conn, "acme", "hamsters") == []  # no postings were written
+    assert pg_health.stale_postings(conn, "acme") == {"turns": 2}
     # The dictionary changes (as a server upgrade's new stemmer would): the stored tsvectors
     # no longer match what their text gives, and "cat" stops finding "cats".
     admin.execute("ALTER TEXT SEARCH CONFIGURATION rheo_english ALTER MAPPING FOR asciiword "
                   "WITH simple")  # fmt: skip
-    assert pg_health.index_problems(conn) == ["turns_cjk is missing"]
+    assert pg_health.index_problems(conn) == [
+        "postings_pkey is missing",
+        "trigger turns_postings_added is disabled",
+    ]
     stale = pg_health.stale_tsvectors(conn, "acme")
-    assert stale == {"turns": 2, "digests": 1, "kb_chunks": 1}
-    assert turns.search_turns(conn, "acme", "cats") == []
+    assert stale == {"turns": 3, "digests": 1, "kb_chunks": 1}
     done = pg_health.repair_search(conn, "acme")
-    assert "turns_cjk built" in done and any(d.startswith("turns.fts") for d in done)
+    assert "postings_pkey built" in done and "the postings triggers recreated" in done
+    assert any(d.startswith("turns.fts and its postings") for d in done)
     assert pg_health.index_problems(conn) == [] and pg_health.stale_tsvectors(conn, "acme") == {}
+    assert pg_health.stale_postings(conn, "acme") == {}
     assert [t.content for t, _ in turns.search_turns(conn, "acme", "cats")] == [
         "the cats are running"
     ]
+    assert [t.content for t, _ in turns.search_turns(conn, "acme", "hamsters")] == [
+        "hamsters were sleeping"
+    ]
     found = turns.search_turns(conn, "acme", "价格计划")
     assert [t.content for t, _ in found] == ["我们的价格计划"]
-    assert turns.count_turns(conn, "acme") == 3  # the ledger itself untouched
+    assert turns.count_turns(conn, "acme") == 4  # the ledger itself untouched
+    turns.append_turn(conn, profile="acme", role="user", content="gerbils", now=T0, gap_s=7200)
+    assert pg_health.stale_postings(conn, "acme") == {}  # the trigger writes again
+
+
+def test_postings_deleted_by_hand_are_found_and_computed_again(store):
+    conn, admin = store
+    admin.execute("DELETE FROM postings WHERE profile = 'acme' AND kind IN ('d', 'c')")
+    assert pg_health.stale_postings(conn, "acme") == {"turns": 5, "digests": 2}
+    assert pg_health.stale_postings(conn, "globex") == {}
+    admin.execute("CREATE OR REPLACE FUNCTION rheo_postings_added() RETURNS trigger "
+                  "LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$")  # fmt: skip
+    assert pg_health.index_problems(conn) == ["function rheo_postings_added is not rheo's"]
+    assert pg_health.repair_search(conn, "acme") == [
+        "the postings triggers recreated",
+        "the postings of turns computed again for profile acme",
+        "the postings of digests computed again for profile acme",
+    ]
+    assert pg_health.stale_postings(conn, "acme") == {}
 
 
 def test_a_job_whose_runner_died_is_found_and_put_back(store):

@@ -30,9 +30,10 @@ import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from .errors import Busy, DatabaseError
+from .errors import Busy, DatabaseError, InvalidInput
 
 BUSY_TIMEOUT_S = 30.0
 """How long (seconds) one try at the write lock waits for another process's before `Busy`,
@@ -172,6 +173,39 @@ class Purging(ABC):
         the purge touched). Never raises for a lock or a missing right: reported."""
 
 
+@dataclass(frozen=True)
+class Grant:
+    """One login role's grant of one profile (``granted_at``: stored UTC time)."""
+
+    member: str
+    profile: str
+    granted_at: str
+
+    def to_json(self) -> dict[str, str]:
+        """``{"role": ..., "profile": ..., "granted_at": ...}``."""
+        return {"role": self.member, "profile": self.profile, "granted_at": self.granted_at}
+
+
+@dataclass
+class Logins:
+    """Who may act for which profile (`Store.logins`): the connection's ``login``, the
+    ``owner`` of rheo's tables (None before the grants existed), whether the login is the
+    owner (it may act for every profile and grant them), and the ``grants`` it may see
+    (every one for the owner, a member's own for a member)."""
+
+    login: str
+    owner: str | None
+    is_owner: bool
+    grants: list[Grant] = field(default_factory=list)
+
+
+NO_LOGINS = (
+    "team logins need memory on PostgreSQL (set RHEO_DATABASE_URL); a SQLite store belongs "
+    "to whoever can read its file"
+)
+"""Said when a team command is run on a store without logins of its own."""
+
+
 class Store(ABC):
     """An open store (see the module docstring). ``kind`` names the implementation
     (``"sqlite"``, ``"postgres"``) for messages and tests, never for branching: what differs
@@ -234,6 +268,25 @@ class Store(ABC):
             if isinstance(profile, str) and profile:
                 self.act_as(profile)
             yield group
+
+    # --- team logins ---------------------------------------------------------------------
+
+    def grant(self, member: str, profile: str, *, now: datetime) -> bool:
+        """Let the login role ``member`` act for ``profile`` (run by the owner of rheo's
+        tables; ``now`` dates the grant). False when it already could.
+        Raises InvalidInput where the store has no logins of its own (`NO_LOGINS`), for a
+        login that is not the owner or a bad profile name; NotFound for no such role."""
+        raise InvalidInput(NO_LOGINS)
+
+    def revoke(self, member: str, profile: str) -> bool:
+        """Take ``profile`` back from ``member`` (run by the owner); False when it had no
+        such grant. Raises InvalidInput as `grant` does."""
+        raise InvalidInput(NO_LOGINS)
+
+    def logins(self) -> Logins:
+        """Who may act for which profile (`Logins`). Raises InvalidInput where the store has
+        no logins of its own (`NO_LOGINS`)."""
+        raise InvalidInput(NO_LOGINS)
 
     # --- opening and closing -------------------------------------------------------------
 

@@ -2,21 +2,24 @@
 
 One connection is bound to one tenant (a profile) and row-level security holds it there; a
 writer of a tenant queues on its advisory lock (`connection.PgConnection.begin`), waiting at
-most `api.BUSY_TIMEOUT_S` per try as SQLite's writers do; search is a stored ``tsvector`` per
-row ranked by bm25 computed as FTS5 does (`search`); the schema's own migrations, checks and
-purge are `schema`, `doctor` and `purge`. psycopg is imported here and nowhere else of rheo
-(inside functions, only when a ``postgresql://`` store is opened).
+most `api.BUSY_TIMEOUT_S` per try as SQLite's writers do; search reads each row's lexemes
+from the ``postings`` table with leakproof conditions only, ranked by bm25 computed as FTS5
+does (`search`); each member's own login and the profiles granted to it are `roles`; the
+schema's own migrations, checks and purge are `schema`, `doctor` and `purge`. psycopg is
+imported here and nowhere else of rheo (inside functions, only when a ``postgresql://`` store
+is opened).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, ClassVar
 
 from ...text.safety import redact_url
-from ..api import Health, Store
-from . import doctor, purge, search
+from ..api import Health, Logins, Store
+from . import doctor, purge, roles, search
 from .connection import TENANT_LOCK, PgConnection, connect, is_postgres_url
 
 __all__ = ["PostgresStore", "is_postgres_url"]
@@ -51,6 +54,23 @@ class PostgresStore(Store):
 
     def open_again(self) -> PostgresStore:
         return PostgresStore(self.url, tenant=self.tenant, migrate_schema=False)
+
+    # --- team logins ---------------------------------------------------------------------
+
+    def grant(self, member: str, profile: str, *, now: datetime) -> bool:
+        return roles.grant(self.conn, member, profile, now=now)
+
+    def revoke(self, member: str, profile: str) -> bool:
+        return roles.revoke(self.conn, member, profile)
+
+    def logins(self) -> Logins:
+        conn = self.conn
+        return Logins(
+            login=roles.login(conn),
+            owner=roles.owner(conn),
+            is_owner=roles.is_owner(conn),
+            grants=roles.grants(conn),
+        )
 
     # --- scope ---------------------------------------------------------------------------
 

@@ -361,7 +361,7 @@ class PgConnection:
             raise Unavailable("the PostgreSQL connection was closed")
         import psycopg
 
-        from . import schema
+        from . import roles, schema
 
         with self._lock:
             with contextlib.suppress(psycopg.Error):
@@ -374,6 +374,7 @@ class PgConnection:
             self.raw = raw
             try:
                 schema.enter_tenant_role(self)
+                roles.check_granted(self)
                 raw.execute("SELECT set_config('rheo.tenant', %s, false)", (self.tenant,))
             except psycopg.Error as exc:
                 raise as_rheo_error(exc) from exc
@@ -505,7 +506,7 @@ def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnecti
         import psycopg
     except ImportError:
         raise StoreError("PostgreSQL needs psycopg: install rheo's 'postgres' extra") from None
-    from . import schema
+    from . import roles, schema
 
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
@@ -515,8 +516,9 @@ def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnecti
     try:
         _prepare(raw, conn.wait_s)
         if migrate_schema:
-            schema.migrate(conn)
+            schema.migrate(conn, after_step=roles.regrant_members)
         schema.enter_tenant_role(conn)
+        roles.check_granted(conn)
         conn.set_tenant(tenant)
     except StoreError as exc:
         raw.close()

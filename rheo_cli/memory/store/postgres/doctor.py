@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ..api import Check, Health
 from ..errors import DatabaseError
-from . import health, schema
+from . import health, roles, schema
 from .connection import PgConnection
 
 
@@ -39,7 +39,8 @@ def checks(opened: PgConnection, profile: str, *, repair: bool) -> Health:
 
             def upgrade() -> list[str]:
                 with schema.owner_rights(opened):
-                    return [f"schema upgraded: {', '.join(schema.migrate(opened))}"]
+                    applied = schema.migrate(opened, after_step=roles.regrant_members)
+                    return [f"schema upgraded: {', '.join(applied)}"]
 
             _attempt(repaired, "the schema", upgrade)
         version = schema.schema_version(opened)
@@ -89,21 +90,11 @@ def checks(opened: PgConnection, profile: str, *, repair: bool) -> Health:
         problems = health.index_problems(opened)
         stale = health.stale_tsvectors(opened, profile)
         problems += [f"{table}: {n} row(s) with a stale tsvector" for table, n in stale.items()]
-        detail = f"indexes valid; every tsvector of profile {profile} matches its text"
+        off = health.stale_postings(opened, profile)
+        problems += [f"{table}: postings out of step ({n})" for table, n in off.items()]
+        detail = f"index valid; every tsvector and posting of profile {profile} matches its text"
         checks.append(Check("search indexes", not problems, "; ".join(problems) or detail))
-        # Speed, not health: an ok line either way, saying what a superuser can change.
-        fast = health.match_is_leakproof(opened)
-        checks.append(
-            Check(
-                "search speed",
-                True,
-                "the full-text index is used under row-level security"
-                if fast
-                else "every search reads all of this tenant's rows (row-level security keeps "
-                "the full-text index unused; slow past ~10,000 turns); a superuser can lift "
-                f"it once per database: {health.LEAKPROOF_MATCH};",
-            )
-        )
+        checks.append(Check("search speed", True, health.search_speed(opened)))
     except DatabaseError as exc:
         checks.append(Check("database", False, " ".join(str(exc).split())[:200]))
         found.usable = False

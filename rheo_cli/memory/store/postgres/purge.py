@@ -52,6 +52,10 @@ def _older_snapshots(conn: PgConnection, xid: str) -> int:
     return int(row[0])
 
 
+SEARCHABLE = ("turns", "digests", "kb_chunks", "memory_items")
+"""The tables whose rows' words are kept in ``postings``."""
+
+
 def compact(conn: PgConnection, tables: Sequence[str]) -> tuple[list[str], list[str]]:
     """``VACUUM FULL`` each of ``tables`` with the owner's rights, waiting at most
     `LOCK_TIMEOUT_S` for each lock; returns ``(rewritten, skipped)``. A table whose lock
@@ -104,8 +108,12 @@ class PgPurging(Purging):
         """Wait up to `SNAPSHOT_WAIT_S` for older snapshots to end, then ``VACUUM FULL``
         each of ``tables``: ``vacuumed`` when every one was rewritten with no older snapshot
         open elsewhere, else ``not_rewritten`` names the tables whose files may still hold
-        the text; ``wal_truncated`` is always False (the write-ahead log is the server's)."""
+        the text; ``wal_truncated`` is always False (the write-ahead log is the server's).
+        The search postings of a searchable table's erased rows (`schema` m008) are rewritten
+        with it."""
         conn = self.conn
+        if set(SEARCHABLE) & set(tables):
+            tables = [*tables, "postings"]  # the words of what went
         deadline = time.monotonic() + SNAPSHOT_WAIT_S
         with owner_rights(conn):  # other roles' sessions: visible to the owner only
             while (waiting := _older_snapshots(conn, self.xid)) and time.monotonic() < deadline:
