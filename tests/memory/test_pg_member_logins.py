@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import pg_schema_url
+from conftest import admin_url, pg_schema_url
 from helpers import run_rheo
 
 from rheo_cli.memory import jobs
@@ -27,7 +26,7 @@ from rheo_cli.memory.kb.search import search_chunks
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
 from rheo_cli.memory.store import db
-from rheo_cli.memory.store.errors import InvalidInput, NotFound, StoreError
+from rheo_cli.memory.store.errors import DatabaseError, InvalidInput, NotFound, StoreError
 from rheo_cli.memory.store.postgres import roles as pg_roles
 from rheo_cli.memory.store.postgres import search as pgsearch
 from rheo_cli.memory.store.settings import Settings
@@ -91,7 +90,7 @@ def team() -> Iterator[Team]:
 
     suffix = secrets.token_hex(4)
     names = {who: f"rheo_{who}_{suffix}" for who in ("owner", "alice", "bob")}
-    with pg_schema_url() as url:
+    with pg_schema_url(admin_url()) as url:  # made by the superuser, who makes the roles
         with psycopg.connect(url, autocommit=True) as a:
             schema = a.execute("SELECT current_schema()").fetchone()[0]
             for name in names.values():
@@ -197,7 +196,7 @@ def test_through_rheo_a_member_opens_only_its_profiles_and_search_never_crosses(
         conn.set_tenant("globex")
         assert turns.search_turns(conn, "globex", SECRET) == []
         assert pgsearch.plain_turn_ids(conn, "globex", [f'"{SECRET}"'], 10) == []
-        with pytest.raises(sqlite3.DatabaseError):
+        with pytest.raises(DatabaseError):
             turns.append_turn(conn, profile="globex", role="user", content="planted", now=T0,
                               gap_s=7200)  # fmt: skip
     finally:

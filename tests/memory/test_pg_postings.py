@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import random
-import secrets
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -80,18 +80,13 @@ def _turns(profile: str, n: int, seed: int) -> list[TurnIn]:
 
 @pytest.fixture(scope="module")
 def app_store() -> Iterator[tuple[str, Any]]:
-    """A store owned by a plain role, with tenant acme (3,000 turns) and the canary tenant
+    """A store owned by the application role (a plain role: RHEO_TEST_DATABASE_URL, as
+    scripts/test-services makes it), with tenant acme (3,000 turns) and the canary tenant
     globex (1,000 turns with the same words), memory items, digests and documents of both;
     yields the owner's URL and a connection as the owner for acme."""
     import psycopg
 
-    owner = f"rheo_app_{secrets.token_hex(4)}"
-    with pg_schema_url() as url:
-        with psycopg.connect(url, autocommit=True) as a:
-            schema = a.execute("SELECT current_schema()").fetchone()[0]
-            a.execute(f"CREATE ROLE {owner} LOGIN NOSUPERUSER NOBYPASSRLS")
-            a.execute(f"ALTER SCHEMA {schema} OWNER TO {owner}")
-        as_owner = url.replace("://rheo@", f"://{owner}@", 1)
+    with pg_schema_url() as as_owner:
         conn = db.open_url(as_owner, tenant="acme")
         try:
             for profile, n, seed in (("globex", 1000, 2), ("acme", 3000, 1)):
@@ -109,15 +104,15 @@ def app_store() -> Iterator[tuple[str, Any]]:
                 documents.add_document(conn, profile, "/notes.md",
                                        f"# {CANARY}\n\n{profile} garden notes", T0)  # fmt: skip
             with psycopg.connect(as_owner, autocommit=True) as o:
-                o.execute("ANALYZE")
+                schema = o.execute("SELECT current_schema()").fetchone()[0]
+                tables = o.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+                ).fetchall()
+                o.execute("ANALYZE " + ", ".join(f"{schema}.{t[0]}" for t in tables))
             conn.set_tenant("acme")
             yield as_owner, conn
         finally:
             conn.close()
-            with psycopg.connect(url, autocommit=True) as a:
-                a.execute(f"REASSIGN OWNED BY {owner} TO CURRENT_USER")
-                a.execute(f"DROP OWNED BY {owner}")
-                a.execute(f"DROP ROLE {owner}")
 
 
 class Recording:
@@ -202,7 +197,9 @@ def test_every_search_reads_postings_through_the_index(app_store, name):
     for query, params in found:
         shown = plan(conn, query, params)
         assert "Seq Scan on postings" not in shown, shown
-        assert "Scan using postings_pkey on postings" in shown, shown
+        assert re.search(r"(Index|Index Only|Bitmap Index) Scan (using|on) postings_pkey", shown), (
+            shown
+        )
         conditions = [line for line in shown.splitlines() if "Index Cond" in line]
         assert any("lexeme" in line for line in conditions), shown
 
@@ -224,9 +221,11 @@ def test_explain_analyze_reads_only_the_words_postings(app_store):
             yield from nodes(child)
 
     scans = [n for n in nodes(rows[0]["Plan"]) if n.get("Relation Name") == "postings"]
-    assert [n["Node Type"] for n in scans] == ["Index Only Scan"]
+    # An index-only scan once the table is vacuumed (its visibility map set), else a bitmap
+    # heap scan from the index: either way only the word's entries are read.
+    assert [n["Node Type"] for n in scans] in (["Index Only Scan"], ["Bitmap Heap Scan"])
     assert scans[0]["Actual Rows"] == holders < 60
-    assert "Rows Removed by Filter" not in scans[0]
+    assert scans[0].get("Rows Removed by Filter", 0) == 0, scans[0]
 
 
 def test_the_canary_tenant_never_appears(app_store):
@@ -269,9 +268,7 @@ def test_postings_follow_writes_and_purges_in_the_same_transaction(app_store):
         raise RuntimeError("rolled back")
     assert pgsearch.word_turn_ids(conn, "acme", [f'"{word}"'], 10) == [appended.turn.id]
     target = engine.plan(conn, profile="acme", what="turn", ref_id=appended.turn.id)
-    from rheo_cli.memory import pg_purge
-
-    pg_purge.purge(conn, target, now=T0 + timedelta(days=91))
+    engine.purge(conn, target, now=T0 + timedelta(days=91))
     assert pgsearch.word_turn_ids(conn, "acme", [f'"{word}"'], 10) == []
     assert (
         conn.execute(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import pg_schema_url
+from conftest import as_admin, pg_schema_url
 
 from rheo_cli.memory import purge as engine
 from rheo_cli.memory.facts import hotcache
@@ -58,7 +58,7 @@ def admin(url: str) -> Any:
     """A superuser connection to the test schema: row-level security does not bind it."""
     import psycopg
 
-    return psycopg.connect(url, autocommit=True)
+    return psycopg.connect(as_admin(url), autocommit=True)
 
 
 def files_hold(url: str, word: str = WORD) -> list[str]:
@@ -352,8 +352,11 @@ def test_a_profile_purge_takes_its_knowledge_base_and_drops_the_redis_cache(url)
 
 def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
     """Schema version 3 with data (applied as `pg_schema.migrate` does, by hand): opening it
-    applies m004 once, keeps every row, and the purge works on the old rows."""
-    with admin(url) as a:
+    applies m004 once, keeps every row, and the purge works on the old rows. Made by the
+    application role, which owns the tables as it would have then."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as a:
         a.execute(
             "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
             "applied_at TEXT NOT NULL)"
@@ -361,6 +364,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
         for n, (name, script) in enumerate(pg_schema.MIGRATIONS[:3], start=1):
             a.execute(script.encode())
             a.execute("INSERT INTO schema_migrations VALUES (%s, %s, 'then')", (n, name))
+        a.execute("SELECT set_config('rheo.tenant', 'acme', false)")  # held by FORCE too
         a.execute("INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                   "VALUES ('acme', 't', 't', 1)")  # fmt: skip
         a.execute(
@@ -415,8 +419,8 @@ def test_as_a_plain_role_that_owns_the_tables_and_as_one_that_does_not(url):
         a.execute(f"CREATE ROLE {user} LOGIN")
         a.execute(f"GRANT ALL ON SCHEMA {schema} TO {owner}")
         a.execute(f"GRANT USAGE ON SCHEMA {schema} TO {user}")
-    as_owner = url.replace("://rheo@", f"://{owner}@", 1)
-    as_user = url.replace("://rheo@", f"://{user}@", 1)
+    as_owner = as_admin(url).replace("://rheo@", f"://{owner}@", 1)
+    as_user = as_admin(url).replace("://rheo@", f"://{user}@", 1)
     try:
         conn = db.open_url(as_owner, tenant="acme")  # creates and owns the tables
         assert conn.execute("SELECT current_user").fetchone()[0] == owner

@@ -9,7 +9,7 @@ import os
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import pg_schema_url
+from conftest import admin_url, pg_schema_url
 from fakeapi import text
 from helpers import request_text
 
@@ -125,10 +125,15 @@ def test_migrations_are_versioned_and_run_once(url):
         second.close()
 
 
-def test_a_superuser_connection_is_still_held_to_its_tenant(url):
+def test_a_superuser_connection_is_still_held_to_its_tenant():
+    with pg_schema_url(admin_url()) as url:
+        _superuser_held(url)
+
+
+def _superuser_held(url: str) -> None:
     conn = db.open_url(url, tenant="acme")
     try:
-        # The test server's user is a superuser; the store acts as the tenant role.
+        # A superuser's connection: the store acts as the tenant role.
         row = conn.execute("SELECT current_user, current_setting('is_superuser')").fetchone()
         assert row[0] == pg_schema.TENANT_ROLE and row[1] == "off"
     finally:
