@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 from .. import extras
 from ..errors import ConfigError
 from ..memory import store as store_mod
-from ..memory.store.api import Grant, Logins, Store
+from ..memory.store.api import NO_LOGINS, Grant, Logins, Store
+from ..memory.store.errors import InvalidInput
 
 if TYPE_CHECKING:
     from .app import App
@@ -37,8 +38,11 @@ def _unbound(app: App) -> Iterator[Store]:
 
 
 def _with_store(app: App, call: Callable[[Store], T]) -> T:
-    """``call`` on the App's store opened for no profile; ConfigError without its driver."""
+    """``call`` on the App's store opened for no profile; ConfigError without its driver,
+    InvalidInput (nothing opened or created) for a store without logins of its own."""
     chosen = app.store_class
+    if not chosen.has_logins:
+        raise InvalidInput(NO_LOGINS)
     if chosen.extra is not None and extras.missing(chosen.extra):
         raise ConfigError(f"{chosen.extra_for}: {extras.install_hint(chosen.extra)}")
     with _unbound(app) as opened:

@@ -220,6 +220,10 @@ class Store(ABC):
     """True when the database's server keeps copies rheo cannot erase (its own backups,
     archived write-ahead log, replicas): a purge says so."""
     refuses_nul: ClassVar[bool]
+    has_logins: ClassVar[bool] = False
+    """True when the database has logins of its own that profiles are granted to (a team's
+    members on PostgreSQL: `grant`, `revoke`, `logins`); False for a file, whose reader has
+    it all."""
     """True when text cannot hold the NUL character (PostgreSQL)."""
     extra: ClassVar[str | None] = None
     """The optional dependencies (rheo's extra, ``pip install 'rheo[NAME]'``) the store's

@@ -32,6 +32,7 @@ class PostgresStore(Store):
     serves_one_tenant: ClassVar[bool] = True
     server_keeps_copies: ClassVar[bool] = True
     refuses_nul: ClassVar[bool] = True
+    has_logins: ClassVar[bool] = True
     extra: ClassVar[str | None] = "postgres"
     extra_for: ClassVar[str] = "PostgreSQL needs psycopg"
 
