@@ -98,8 +98,8 @@ def enqueue(conn: Connection, *, profile: str, kind: str, ref_id: int, ts: str) 
         raise ValueError(f"unknown job kind {kind!r}")
     with write(conn):
         cur = conn.execute(
-            "INSERT OR IGNORE INTO jobs(profile, kind, ref_id, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO jobs(profile, kind, ref_id, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (profile, kind, ref_id, ts, ts),
         )
         return cur.rowcount == 1

@@ -73,8 +73,8 @@ def queue_closed_sessions(
     with write(conn, attempts=1, wait_s=wait_s):
         for session_id in found:
             cur = conn.execute(
-                "INSERT OR IGNORE INTO jobs(profile, kind, ref_id, created_at, updated_at) "
-                "VALUES (?, 'digest', ?, ?, ?)",
+                "INSERT INTO jobs(profile, kind, ref_id, created_at, updated_at) "
+                "VALUES (?, 'digest', ?, ?, ?) ON CONFLICT DO NOTHING",
                 (profile, session_id, ts, ts),
             )
             if cur.rowcount == 1:
