@@ -99,7 +99,8 @@ def test_postgres_store_from_m004_is_numbered_on_upgrade():
             for n, (name, script) in enumerate(pg_schema.MIGRATIONS[:4], start=1):
                 a.execute(script.encode())
                 a.execute("INSERT INTO schema_migrations VALUES (%s, %s, 'then')", (n, name))
-            for profile in ("work", "acme", "work", "acme", "acme"):
+            for profile in ("work", "acme", "work", "acme", "acme"):  # the owner: held by FORCE
+                a.execute("SELECT set_config('rheo.tenant', %s, false)", (profile,))
                 a.execute("INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                           "VALUES (%s, %s, %s, 0)", (profile, TS, TS))  # fmt: skip
         conn = db.open_url(url, tenant="acme")

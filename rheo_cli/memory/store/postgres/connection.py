@@ -149,6 +149,11 @@ BUSY_STATES = frozenset({"55P03", "57014", "40P01"})
 ``query_canceled`` (``statement_timeout``), ``deadlock_detected``."""
 
 
+GONE_STATES = ("08", "57P")
+"""SQLSTATE classes of a server gone or going: connection exceptions (``08``) and operator
+intervention (``57P01`` admin shutdown: the backend terminated, ``57P02``, ``57P03``)."""
+
+
 def as_rheo_error(exc: Exception) -> DatabaseError:
     """The rheo error saying a psycopg error (its first line as the message, its SQLSTATE as
     ``code``): a constraint, trigger or row-level security refusal is Integrity, a lock wait
@@ -163,7 +168,9 @@ def as_rheo_error(exc: Exception) -> DatabaseError:
         return Integrity(message, code=sqlstate)
     if sqlstate in BUSY_STATES:
         return Busy(message, code=sqlstate)
-    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and not sqlstate:
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
+        not sqlstate or sqlstate.startswith(GONE_STATES)
+    ):
         return Unavailable(message, code=sqlstate)
     return DatabaseError(message, code=sqlstate)
 
