@@ -9,6 +9,13 @@ A local server for it: ``eval "$(scripts/test-services start)"`` (PostgreSQL on 
 prints RHEO_TEST_DATABASE_URL). The schemas are created and dropped by the connecting role, which
 must be allowed to (the test server's ``rheo`` superuser is).
 
+As a plain role (no superuser, row-level security forced on it as the tables' owner), the way
+BENCHMARKS.md measures: once, as a superuser, ``CREATE ROLE rheo_bench LOGIN NOSUPERUSER
+NOBYPASSRLS; GRANT CREATE ON DATABASE rheo_test TO rheo_bench``, then
+``--database-url postgresql://rheo_bench@127.0.0.1:55432/rheo_test``; `Stores.describe` says
+what the run was. ``--keep`` (scale.py) keeps each store (a schema ``rheo_bench_keep_<name>``)
+and measures it again on the next run instead of building it anew.
+
 ``--pg-leakproof-match`` (PostgreSQL, superuser only) marks the full-text match operator's
 function, ``pg_catalog.ts_match_vq(tsvector, tsquery)``, LEAKPROOF for the run and restores it
 at the end. Row-level security evaluates a query's conditions only after its policy unless
@@ -83,6 +90,7 @@ class Stores:
         folder: Path,
         url: str | None = None,
         leakproof_match: bool = False,
+        keep: bool = False,
     ) -> None:
         if backend == "postgres" and not url:
             raise ValueError(
@@ -92,7 +100,8 @@ class Stores:
         self.backend = backend
         self.folder = folder
         self.base_url = url or ""
-        self.run = uuid.uuid4().hex[:10]
+        self.run = "keep" if keep else uuid.uuid4().hex[:10]
+        self.keep = keep
         self.schemas: list[str] = []
         self._admin: Any = None
         self._marked = False
@@ -138,10 +147,57 @@ class Stores:
         return f"{self.base_url}{sep}options=-csearch_path%3D{self.schema(name)}%2Cpublic"
 
     def create(self, name: str) -> str:
-        """Create the new, empty schema of store ``name`` (PostgreSQL); its URL."""
-        self._admin_conn().execute(f"CREATE SCHEMA {self.schema(name)}")
-        self.schemas.append(self.schema(name))
+        """Create the new, empty schema of store ``name`` (PostgreSQL); its URL. A kept
+        store's schema left by an unfinished build is dropped first."""
+        admin = self._admin_conn()
+        if self.keep:
+            admin.execute(f"DROP SCHEMA IF EXISTS {self.schema(name)} CASCADE")
+        admin.execute(f"CREATE SCHEMA {self.schema(name)}")
+        if not self.keep:
+            self.schemas.append(self.schema(name))
         return self.store_url(name)
+
+    def built(self, name: str) -> bool:
+        """True when a kept store ``name`` was built to the end before (`mark_built`)."""
+        if not self.keep:
+            return False
+        if self.backend == "sqlite":
+            return self.path(name).exists()
+        found = (
+            self._admin_conn()
+            .execute("SELECT to_regclass(%s)", (f"{self.schema(name)}.bench_built",))
+            .fetchone()[0]
+        )
+        return found is not None
+
+    def mark_built(self, name: str) -> None:
+        """Record that store ``name`` is complete (PostgreSQL, kept stores only)."""
+        if self.keep and self.backend == "postgres":
+            self._admin_conn().execute(f"CREATE TABLE {self.schema(name)}.bench_built ()")
+
+    def describe(self) -> dict[str, Any]:
+        """How the server runs the stores (PostgreSQL): the role the stores are opened as,
+        whether it is a superuser or bypasses row-level security, and whether the full-text
+        match is marked LEAKPROOF (a catalog change); {} for SQLite."""
+        if self.backend != "postgres":
+            return {}
+        row = (
+            self._admin_conn()
+            .execute(
+                "SELECT current_user, r.rolsuper, r.rolbypassrls, (SELECT proleakproof FROM "
+                "pg_proc WHERE oid = %s::regprocedure), current_setting('server_version') "
+                "FROM pg_roles r WHERE r.rolname = current_user",
+                (MATCH_FUNCTION,),
+            )
+            .fetchone()
+        )
+        return {
+            "role": row[0],
+            "superuser": bool(row[1]),
+            "bypassrls": bool(row[2]),
+            "ts_match_vq_leakproof": bool(row[3]),
+            "server_version": row[4],
+        }
 
     def path(self, name: str) -> Path:
         """The SQLite file of store ``name``."""

@@ -477,6 +477,15 @@ def print_table(size: int, r: dict[str, Any]) -> None:
     if "ask_vs_llm_ratio" in r:
         print(f"{'rheo ask / llm (median, whole)':<34} {r['ask_vs_llm_ratio']:>26.2f}")
     print(f"{'database on disk (MB)':<34} {r['db_bytes'] / 1e6:>26.1f}")
+    if r.get("server"):
+        srv = r["server"]
+        print(
+            f"server: PostgreSQL {srv['server_version']} as {srv['role']} (superuser: "
+            f"{'yes' if srv['superuser'] else 'no'}, BYPASSRLS: "
+            f"{'yes' if srv['bypassrls'] else 'no'}, ts_match_vq LEAKPROOF: "
+            f"{'yes' if srv['ts_match_vq_leakproof'] else 'no'})"
+        )
+    print(f"load average before / after: {r['load_before']} / {r['load_after']}")
     print(f"{'bench process peak RSS (MB)':<34} {r['peak_rss_mb']:>26.1f}")
 
 
@@ -495,6 +504,12 @@ def main(argv: list[str] | None = None) -> int:
         help="path of the llm CLI to compare with (default: on PATH)",
     )
     parser.add_argument("--keep", type=Path, help="build stores here and keep them")
+    parser.add_argument(
+        "--pg-keep",
+        action="store_true",
+        help="PostgreSQL: keep each store (schema rheo_bench_keep_rheo_<size>) and measure it "
+        "again on the next run instead of building it anew",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--engine-only",
@@ -515,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     if args.backend == "postgres" and args.keep:
-        print("scale: --keep keeps SQLite files only", file=sys.stderr)
+        print("scale: --keep keeps SQLite files only (PostgreSQL: --pg-keep)", file=sys.stderr)
         return 2
     try:
         return _run_sizes(args, sizes, url)
@@ -531,12 +546,24 @@ def _run_sizes(args: argparse.Namespace, sizes: tuple[int, ...], url: str | None
         holder = tempfile.TemporaryDirectory(prefix=f"rheo-scale-{size}-")
         folder = (args.keep / str(size)) if args.keep else Path(holder.name)
         folder.mkdir(parents=True, exist_ok=True)
+        keep = args.backend == "postgres" and args.pg_keep
         stores = Stores(
-            args.backend, folder=folder, url=url, leakproof_match=args.pg_leakproof_match
+            args.backend,
+            folder=folder,
+            url=url,
+            leakproof_match=args.pg_leakproof_match,
+            keep=keep,
         )
+        name = f"rheo_{size}" if keep else "rheo"
+        load_before = os.getloadavg()
         try:
-            if args.backend == "postgres" or not stores.path("rheo").exists():
-                info = build(stores, "rheo", size)
+            if keep:
+                reuse = stores.built(name)
+            else:  # a SQLite file kept by --keep is measured again
+                reuse = args.backend == "sqlite" and stores.path(name).exists()
+            if not reuse:
+                info = build(stores, name, size)
+                stores.mark_built(name)
             else:
                 info = {
                     "turns": size,
@@ -546,10 +573,13 @@ def _run_sizes(args: argparse.Namespace, sizes: tuple[int, ...], url: str | None
             r: dict[str, Any] = {
                 "backend": args.backend,
                 "ingest_turns_per_s": info["ingest_turns_per_s"],
+                "server": stores.describe(),
+                "load_before": [round(x, 2) for x in load_before],
             }
-            r.update(engine_measures(stores, "rheo", info, args.runs))
+            r.update(engine_measures(stores, name, info, args.runs))
+            r["load_after"] = [round(x, 2) for x in os.getloadavg()]
             if not args.engine_only:
-                store_url = stores.store_url("rheo") if args.backend == "postgres" else None
+                store_url = stores.store_url(name) if args.backend == "postgres" else None
                 proc = process_measures(folder, args.runs, args.llm, store_url)
                 proc["memory_list_ms_proc"] = proc.pop("memory_list_ms")
                 r.update(proc)
@@ -573,6 +603,9 @@ def _run_sizes(args: argparse.Namespace, sizes: tuple[int, ...], url: str | None
                 "search_vs_plain_p95": round(r["search_vs_plain_p95"], 3),
                 "db_bytes": r["db_bytes"],
                 "peak_rss_mb": round(r["peak_rss_mb"], 1),
+                "server": r["server"],
+                "load_before": r["load_before"],
+                "load_after": r["load_after"],
                 "detail": {k: v for k, v in r.items() if isinstance(v, dict | float | int)},
             }
             for size, r in results["sizes"].items()

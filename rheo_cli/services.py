@@ -7,12 +7,12 @@ layer and never import it: `app.App` is the one implementation, tests may pass t
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from .config import Config
+    from .memory.store.api import Connection, Store
     from .memory.store.settings import Settings
     from .paths import Paths
     from .providers.base import Provider
@@ -22,11 +22,12 @@ if TYPE_CHECKING:
 class Services(Protocol):
     """A profile's settings, clock, store and providers, opened on first use.
 
-    ``conn`` is the open store (raises StoreError or sqlite3.Error when it cannot be
-    opened); ``now()`` the current instant (aware, from ``RHEO_NOW`` or the system clock);
-    ``provider()`` the chat provider (raises NoProviderConfigured); ``build_provider`` a new
-    one for another choice, which the caller closes (``tools=False``: no memory tools reach
-    it by any route, as for extraction and digests)."""
+    ``conn`` is the open store's connection (raises StoreError when it cannot be opened;
+    ``conn.store`` is the store itself); ``store_class`` the store's implementation, known without
+    opening it (what it is, e.g. whether it serves one tenant); ``now()`` the current instant
+    (aware, from ``RHEO_NOW`` or the system clock); ``provider()`` the chat provider (raises
+    NoProviderConfigured); ``build_provider`` a new one for another choice, which the caller closes
+    (``tools=False``: no memory tools reach it by any route, as for extraction and digests)."""
 
     profile: str
     paths: Paths
@@ -35,7 +36,10 @@ class Services(Protocol):
     choice: Choice | None
 
     @property
-    def conn(self) -> sqlite3.Connection: ...
+    def conn(self) -> Connection: ...
+
+    @property
+    def store_class(self) -> type[Store]: ...
 
     @property
     def settings(self) -> Settings: ...

@@ -87,7 +87,50 @@ def rheo() -> Rheo:
 
 BACKENDS = ["sqlite", "postgres"]
 """The stores every engine test runs on: ``postgres`` needs RHEO_TEST_DATABASE_URL (a server
-from ``eval "$(scripts/test-services start)"``) and is skipped without it."""
+from ``eval "$(scripts/test-services start)"``) and is skipped without it — except under
+``CI=true``, where a missing or unusable server fails the run (`pytest_sessionstart`)."""
+
+NO_POSTGRES = "PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)"
+
+
+def postgres_problem() -> str | None:
+    """Why the PostgreSQL tests cannot run as CI must run them, or None: the URL is unset,
+    the server does not answer, or the URL logs in as a superuser (the suite runs as an
+    application role owning its schema, as on a managed database: scripts/test-services)."""
+    url = os.environ.get("RHEO_TEST_DATABASE_URL", "").strip()
+    if not url:
+        return "RHEO_TEST_DATABASE_URL is not set"
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as probe:
+            row = probe.execute("SELECT current_user, current_setting('is_superuser')").fetchone()
+    except Exception as exc:  # noqa: BLE001 - whatever it is, it is why
+        return f"cannot connect to RHEO_TEST_DATABASE_URL: {' '.join(str(exc).split())[:200]}"
+    if row is None or row[1] == "on":
+        return f"RHEO_TEST_DATABASE_URL logs in as {row[0] if row else '?'}, a superuser"
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under ``CI=true`` the PostgreSQL tests never skip silently: without a usable server
+    (`postgres_problem`) the run fails before any test."""
+    if os.environ.get("CI") != "true" or hasattr(session.config, "workerinput"):
+        return
+    problem = postgres_problem()
+    if problem is not None:
+        pytest.exit(
+            f"CI=true: the PostgreSQL tests must run, but {problem} "
+            '(eval "$(scripts/test-services start)")',
+            returncode=pytest.ExitCode.TESTS_FAILED,
+        )
+
+
+def admin_url() -> str:
+    """A superuser's URL to the test database (RHEO_TEST_ADMIN_DATABASE_URL, else the test
+    URL itself): for the tests whose subject is a superuser or another role, and for reading
+    around row-level security."""
+    return os.environ.get("RHEO_TEST_ADMIN_DATABASE_URL") or os.environ["RHEO_TEST_DATABASE_URL"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -95,8 +138,20 @@ def backend(request: pytest.FixtureRequest) -> str:
     """The store a test runs on (``sqlite`` or ``postgres``)."""
     name = str(request.param)
     if name == "postgres" and not os.environ.get("RHEO_TEST_DATABASE_URL"):
-        pytest.skip("PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)")
+        pytest.skip(NO_POSTGRES)
     return name
+
+
+@pytest.fixture
+def home_store(backend: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The store every command of this test uses, on each backend: the SQLite file of its
+    RHEO_HOME, or a fresh PostgreSQL schema (RHEO_DATABASE_URL). Yields the backend's name."""
+    if backend == "sqlite":
+        yield backend
+        return
+    with pg_schema_url() as url:
+        monkeypatch.setenv("RHEO_DATABASE_URL", url)
+        yield backend
 
 
 @pytest.fixture
@@ -118,28 +173,37 @@ def conn(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterat
 
 
 @contextlib.contextmanager
-def pg_schema_url() -> Iterator[str]:
+def pg_schema_url(base: str | None = None) -> Iterator[str]:
     """A URL of the test PostgreSQL database whose search path is a new, empty schema (dropped
-    afterwards), so each test starts from an empty store."""
+    afterwards), so each test starts from an empty store. The schema is created by, and
+    belongs to, the role of ``base`` (default RHEO_TEST_DATABASE_URL: the application role;
+    `admin_url` for a superuser's)."""
     import psycopg
 
-    base = os.environ["RHEO_TEST_DATABASE_URL"]
+    base = base or os.environ["RHEO_TEST_DATABASE_URL"]
     schema = "t_" + uuid.uuid4().hex[:16]
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(f"CREATE SCHEMA {schema}")
+    with psycopg.connect(base, autocommit=True) as owner:
+        owner.execute(f"CREATE SCHEMA {schema}")
     sep = "&" if "?" in base else "?"
     try:
         yield f"{base}{sep}options=-csearch_path%3D{schema}%2Cpublic"
     finally:
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        with psycopg.connect(base, autocommit=True) as owner:
+            owner.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def as_admin(url: str) -> str:
+    """``url`` (of `pg_schema_url`) for the superuser of `admin_url`: the same database and
+    search path."""
+    base = os.environ["RHEO_TEST_DATABASE_URL"]
+    return admin_url() + url[len(base) :] if url.startswith(base) else url
 
 
 def as_tenant(conn: Any, profile: str) -> Any:
-    """``conn`` acting for ``profile``: on PostgreSQL the connection's tenant is switched (its
-    row-level security follows), on SQLite nothing changes (the engine filters by profile)."""
-    if hasattr(conn, "set_tenant"):
-        conn.set_tenant(profile)
+    """``conn`` acting for ``profile``: its store is bound to that tenant (on PostgreSQL the
+    connection's row-level security follows; on SQLite nothing else changes, the engine
+    filters by profile)."""
+    conn.store.set_tenant(profile)
     return conn
 
 

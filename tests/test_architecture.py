@@ -97,14 +97,29 @@ def _stdlib() -> set[str]:
     return set(sys.stdlib_module_names) | {"__future__"}
 
 
-DRIVERS = {"rheo_cli.memory.store.pg": {"psycopg"}}
-"""The one exception to "standard library only": the PostgreSQL store's adapter imports its
-driver (inside functions, only when a postgresql:// store is opened)."""
+STORES = {
+    "sqlite": PACKAGE / "memory" / "store" / "sqlite",
+    "postgres": PACKAGE / "memory" / "store" / "postgres",
+}
+"""The two implementations of the store's interface (`memory.store.api.Store`): the only
+places that know which database is behind it."""
+
+DRIVERS = {"postgres": {"psycopg"}}
+"""The one exception to "standard library only": the PostgreSQL store imports its driver
+(inside functions, only when a postgresql:// store is opened)."""
+
+
+def store_of(path: Path) -> str | None:
+    """The store implementation ``path`` belongs to (``sqlite``, ``postgres``), else None."""
+    for name, folder in STORES.items():
+        if folder in path.parents:
+            return name
+    return None
 
 
 def test_engine_imports_only_the_standard_library_and_itself():
     for path in ENGINE.rglob("*.py"):
-        allowed = DRIVERS.get(module_name(path), set())
+        allowed = DRIVERS.get(store_of(path) or "", set())
         for name in imports_of(path):
             top = name.split(".")[0]
             if top == "rheo_cli":
@@ -122,10 +137,119 @@ def test_the_shared_modules_import_nothing_of_rheo():
 
 def test_psycopg_is_imported_only_by_the_postgres_store():
     for path in PACKAGE.rglob("*.py"):
-        if module_name(path) in DRIVERS:
+        if store_of(path) == "postgres":
             continue
         tops = {name.split(".")[0] for name in imports_of(path)}
         assert "psycopg" not in tops, f"{module_name(path)} imports psycopg"
+
+
+def test_sqlite3_is_imported_only_by_the_sqlite_store():
+    """The engine is written against the store's `Connection` protocol and rheo's errors,
+    never `sqlite3.Connection` or `sqlite3.Error` (the foreign-file reader aside)."""
+    for path in PACKAGE.rglob("*.py"):
+        if store_of(path) == "sqlite" or module_name(path) in FOREIGN_SQL:
+            continue
+        tops = {name.split(".")[0] for name in imports_of(path)}
+        assert "sqlite3" not in tops, f"{module_name(path)} imports sqlite3"
+
+
+BACKEND_SQL = re.compile(r"\bPRAGMA\b|\bMATCH\b|tsquery|tsvector|@@|\bsqlite_master\b")
+"""What only one database understands: SQLite's pragmas, FTS5's MATCH and its catalog,
+PostgreSQL's text search (``tsquery``, ``tsvector``, ``@@``)."""
+
+BACKEND_NAMES = {"dialect", "is_postgres_url"}
+"""Names that would let code branch on which database it runs on."""
+
+URL_READERS = {
+    "rheo_cli.app.app",
+    "rheo_cli.config",
+    "rheo_cli.app.locations",
+    "rheo_cli.app.health.install",
+}
+"""The modules that may read the configured store URL: the application object opening the
+store (`store.open` chooses the implementation), the configuration, and where ``rheo paths``
+and ``rheo doctor`` find the store when config.toml is broken (without opening anything)."""
+
+
+def code_strings(path: Path) -> list[tuple[int, str]]:
+    """String constants of ``path`` that are code, not prose: every one but docstrings and
+    other bare string statements (f-string pieces joined)."""
+    tree = ast.parse(path.read_text())
+    prose = {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant | ast.JoinedStr)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in prose:
+            continue
+        text = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(
+                v.value
+                for v in node.values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str)
+            )
+        if text:
+            found.append((node.lineno, text))
+    return found
+
+
+def backend_branches(path: Path, module: str | None = None) -> list[str]:
+    """Where ``path`` (module ``module``, else its own name) knows which database it runs on:
+    SQL only one of them understands, a ``dialect``-like name, or the store URL read outside
+    `URL_READERS`."""
+    module = module or module_name(path)
+    found = []
+    if module not in FOREIGN_SQL:
+        for line, text in code_strings(path):
+            if BACKEND_SQL.search(text):
+                found.append(f"line {line}: {' '.join(text.split())[:60]!r}")
+    for node in ast.walk(ast.parse(path.read_text())):
+        name = (
+            node.id
+            if isinstance(node, ast.Name)
+            else node.attr
+            if isinstance(node, ast.Attribute)
+            else node.name
+            if isinstance(node, ast.FunctionDef | ast.alias)
+            else None
+        )
+        if name in BACKEND_NAMES:
+            found.append(f"line {getattr(node, 'lineno', '?')}: {name}")
+        if name == "store_url" and module not in URL_READERS:
+            found.append(f"line {getattr(node, 'lineno', '?')}: store_url")
+    return found
+
+
+def test_no_backend_branch_outside_the_two_stores():
+    """Everything that differs between SQLite and PostgreSQL is the store's own: the engine,
+    the CLI, the worker and doctor ask the store (``store.kind`` for messages,
+    ``serves_one_tenant``, ``health()``...) instead of branching on the database."""
+    offenders = {}
+    for path in PACKAGE.rglob("*.py"):
+        if store_of(path) is None and (found := backend_branches(path)):
+            offenders[str(path.relative_to(PACKAGE))] = found
+    assert not offenders, f"backend branches outside store/sqlite and store/postgres: {offenders}"
+
+
+def test_the_backend_check_sees_each_kind_of_branch(tmp_path: Path):
+    sample = tmp_path / "sample.py"
+    cases = {
+        "dialect": "def f(conn):\n    return dialect(conn) == 'postgres'\n",
+        "pragma": "def f(conn):\n    conn.execute('PRAGMA busy_timeout = 0')\n",
+        "match": "Q = 'SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?'\n",
+        "tsquery": 'Q = f"SELECT id FROM turns WHERE fts @@ {q}"\n',
+        "url": "def f(rt):\n    return 1 if rt.store_url else 2\n",
+    }
+    for kind, source in cases.items():
+        sample.write_text(source)
+        assert backend_branches(sample, "rheo_cli.cli.sample"), f"the check misses a {kind}"
+    sample.write_text('"""Prose may say PRAGMA, MATCH and @@."""\nX = "match this"\n')
+    assert backend_branches(sample, "rheo_cli.cli.sample") == [], "prose is not a branch"
 
 
 def test_layers_import_only_downwards():
@@ -251,7 +375,7 @@ def test_the_foreign_sql_reader_only_reads():
         source = path.read_text()
         assert "mode=ro" in source, f"{name} must open its file read-only (mode=ro)"
         assert source.count("sqlite3.connect(") == 1, f"{name}: one read-only connection"
-        store = [n for n in imports_of(path) if n.startswith("rheo_cli.memory.store.db")]
+        store = [n for n in imports_of(path) if n.startswith("rheo_cli.memory.store")]
         assert not store, f"{name} must not open rheo's store: {store}"
         found = sql_strings(path)
         assert found, f"{name} holds no SQL: take it out of FOREIGN_SQL"

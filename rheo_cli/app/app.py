@@ -9,9 +9,7 @@ asks, `queue_closed_sessions`).
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +19,8 @@ from .. import clock as clock_mod
 from .. import config as config_mod
 from .. import config_keys
 from ..errors import ConfigError, NoProviderConfigured, UsageError
-from ..memory.store import db, health
+from ..memory import store as store_mod
+from ..memory.store.api import Connection, Store
 from ..memory.store.errors import EngineError, InvalidInput
 from ..memory.store.profiles import DEFAULT_PROFILE, check_profile
 from ..memory.store.settings import Settings
@@ -51,9 +50,8 @@ class App:
     """``RHEO_DATABASE_URL`` or ``[store] url``: PostgreSQL instead of the SQLite file."""
     redis_url: str | None = None
     """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
-    _conn: sqlite3.Connection | None = field(default=None, repr=False)
+    _store: Store | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
-    _wal: tuple[int, int] | None = field(default=None, repr=False)
 
     @property
     def settings(self) -> Settings:
@@ -75,27 +73,39 @@ class App:
         return self.assistant.prompt() if self.assistant is not None else ""
 
     @property
-    def conn(self) -> sqlite3.Connection:
-        """The open store (opened, created and migrated on first use): the SQLite file, or
-        the PostgreSQL database of `store_url` bound to this runtime's profile as its tenant
-        (raises StoreError when it cannot be reached). With `redis_url`, memory writes
-        invalidate the Redis hot cache (installed here, once). Opening writes nothing but what a
-        new or older store needs (its schema).
-        """
-        if self._conn is None:
-            if self.store_url:
-                _require("postgres", "PostgreSQL needs psycopg")
-                self._conn = db.open_url(self.store_url, tenant=self.profile)
-            else:
-                self._conn = db.open_store(self.paths.db)
-                self._wal = db.wal_identity(self.paths.db)
-                if _say_repair not in health.REPAIR_NOTICES:
-                    health.REPAIR_NOTICES.append(_say_repair)
+    def store_location(self) -> str:
+        """Where memory is: `store_url` when one is set, else the SQLite file's path."""
+        return self.store_url or str(self.paths.db)
+
+    @property
+    def store_class(self) -> type[Store]:
+        """The store's implementation for `store_location` (nothing is opened)."""
+        return store_mod.choose(self.store_location)
+
+    @property
+    def store(self) -> Store:
+        """The open store (opened, created and migrated on first use, `store.open`): the
+        SQLite file, or the PostgreSQL database of `store_url` bound to this runtime's
+        profile as its tenant (raises StoreError when it cannot be reached; ConfigError when
+        its driver, an optional extra, is not installed). With `redis_url`, memory writes
+        invalidate the Redis hot cache (installed here, once). Opening writes nothing but
+        what a new or older store needs (its schema)."""
+        if self._store is None:
+            chosen = self.store_class
+            if chosen.extra is not None:
+                _require(chosen.extra, chosen.extra_for)
+            self._store = store_mod.open(self.store_location, tenant=self.profile)
+            self._store.repair_notices.append(_say_repair)
             if self.redis_url:
                 from ..cache import redis_hot
 
                 redis_hot.install(self.redis_url, ttl_s=self.config.redis_ttl_s)
-        return self._conn
+        return self._store
+
+    @property
+    def conn(self) -> Connection:
+        """The open store's connection (see `store`), for the engine's functions."""
+        return self.store.conn
 
     def queue_closed_sessions(self) -> list[int]:
         """Queue digest jobs for this profile's sessions closed by time alone (their last turn
@@ -105,7 +115,7 @@ class App:
 
         try:
             conn = self.conn
-        except (sqlite3.Error, EngineError):
+        except EngineError:  # the store's errors included
             return []
         return queue_closed(conn, self.profile, self.now(), self.settings)
 
@@ -171,22 +181,13 @@ class App:
         self._provider = provider
 
     def mend_lost_wal(self) -> str | None:
-        """When the open SQLite store's -wal file was removed under this process (which goes
-        on writing to the removed file, unseen by any other process, and lost if it is
-        killed): its content is put back into the database file by a checkpoint and the
-        store is opened again, with a new -wal. Returns the note saying so, else None (one
-        stat per call)."""
-        if self._conn is None or self.store_url:
+        """When something under this process changed how the open store must be open (the
+        SQLite file's -wal removed, which this process would go on writing unseen by any
+        other, and lose if killed): the store puts it right and is open again
+        (`api.Store.refresh`). Returns the note saying so, else None (a stat at most)."""
+        if self._store is None:
             return None
-        if not db.checkpoint_lost_wal(self._conn, self.paths.db, self._wal):
-            return None
-        conn, self._conn = self._conn, None
-        with contextlib.suppress(sqlite3.Error):
-            conn.close()
-        return (
-            "the database's -wal file was removed while rheo had it open; what was written "
-            "since was put back into the database file, which is open again"
-        )
+        return self._store.refresh()
 
     def __enter__(self) -> App:
         return self
@@ -197,9 +198,9 @@ class App:
     def close(self) -> None:
         """Close the store and the provider's connections if they were opened (again: a
         no-op)."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
             if self.redis_url:
                 from ..cache import redis_hot
 

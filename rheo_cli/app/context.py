@@ -30,7 +30,7 @@ def preview(
     tokens), "sections": [{"name", "text", "tokens", "dropped" (lines left out), "lines":
     [{"text", "source", "rank", "why", "turn_ids", "tokens"}]}], "system": [{"text",
     "cache"}], "tools": [names], "messages": [...] (as sent), "notes": [...]}``. Raises
-    StoreError or sqlite3.Error when the store cannot be read."""
+    StoreError (DatabaseError) when the store cannot be read."""
     from ..turn.preview import preview as build
     from .tools.chat import specs
 

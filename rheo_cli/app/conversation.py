@@ -16,7 +16,6 @@ anything on the turn machinery before a turn or reads anything from it after.
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -149,8 +148,8 @@ class Conversation:
         Raises, before the model is called: UsageError (contradicting options, ``retry``
         with text or with nothing to retry, an unknown session number or question id),
         NoProviderConfigured (no model configured: nothing is stored), ConfigError (an
-        unreadable assistant prompt file), the engine's StoreError / sqlite3.Error when the
-        store stayed busy past its timeout or is from a newer rheo; and, after the model
+        unreadable assistant prompt file), the engine's StoreError when the store stayed busy past
+        its bounded wait (Busy) or is from a newer rheo (NewerStore); and, after the model
         answered, `turn.record.SessionPurged` when ``rheo purge`` erased the session
         meanwhile."""
         opts = options or SendOptions()
@@ -218,7 +217,7 @@ class Conversation:
         if opts.continue_last:
             try:
                 latest = sessions_mod.latest_session(app.conn, app.profile)
-            except (sqlite3.Error, StoreError):  # the turn answers without it, and says why
+            except StoreError:  # the turn answers without it, and says why
                 latest = None
             return None, latest.id if latest is not None else None
         return None, None
@@ -241,7 +240,7 @@ class Conversation:
             return None
         try:
             return sessions_mod.session_numbers(self.app.conn, self.app.profile).get(session_id)
-        except (sqlite3.Error, StoreError):
+        except StoreError:
             return None
 
     def _done(self, result: TurnResult, assistant: Any, opts: SendOptions) -> Outcome:

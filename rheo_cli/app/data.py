@@ -89,15 +89,18 @@ def backup(app: App, target: Path) -> Backup:
     }
     if target.absolute() in {f.absolute() for f in own}:
         raise UsageError(f"{target} is one of rheo's own files: choose another name")
-    if not app.store_url:
-        size = archive.backup(app.conn, target)
-        copies.note(app.paths, target, kind="backup", profiles=None)  # every profile of the file
-        return Backup(bytes=size)
-    with archive.snapshot(app.conn):
-        records = archive.export_records(app.conn, [app.profile])
-        count = rheo_jsonl.write_file(records, target, point="backup.copy")
+
+    def export(dest: str) -> int:  # a store bound to one tenant backs up its records
+        return rheo_jsonl.write_file(
+            archive.export_records(app.conn, [app.profile]), Path(dest), point="backup.copy"
+        )
+
+    done = app.store.backup(str(target), export)
+    if "records" not in done:  # the whole file: every profile in it
+        copies.note(app.paths, target, kind="backup", profiles=None)
+        return Backup(bytes=int(done["bytes"]))
     copies.note(app.paths, target, kind="backup", profiles=[app.profile])
-    return Backup(bytes=target.stat().st_size, profile=app.profile, records=count - 1)
+    return Backup(bytes=int(done["bytes"]), profile=app.profile, records=int(done["records"]))
 
 
 def export_profiles(app: App, *, every: bool = False) -> list[str]:
@@ -106,7 +109,7 @@ def export_profiles(app: App, *, every: bool = False) -> list[str]:
     own rows)."""
     if not every:
         return [app.profile]
-    if app.store_url:
+    if app.store_class.serves_one_tenant:
         raise UsageError(
             "on PostgreSQL each profile is a tenant that sees only its own rows: export one "
             "profile at a time (rheo export --profile NAME)"

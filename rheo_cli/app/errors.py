@@ -1,26 +1,41 @@
-"""The errors the application layer raises, for front ends to turn into words and exit
-statuses: rheo's own (`rheo_cli.errors`: UsageError exit 2, ConfigError and other
+"""Errors a front end may catch, and how to say them: the exit statuses and wording map these
+statuses: rheo's own (`rheo_cli.errors`: UsageError exits 2, the other
 RheoErrors exit 1) and the memory engine's, named here so that no front end imports the
 engine (`EngineError`: one line fit to show a person; `NotFound` and `InvalidInput`: a wrong
 argument, exit 2; `StoreError`: the store cannot be opened, is damaged or busy; `NewerStore`:
-written by a newer rheo), and a model call's (`ProviderError`: one line, exit 1). A store's
-own driver errors (`sqlite3.Error`, and PostgreSQL's as the engine raises them) may also
-cross: `database_message` says them in a person's words."""
+written by a newer rheo; `DatabaseError`: a statement failed, with its kinds `Busy` (another
+process held the store past the bounded wait), `Unavailable` (server gone, read-only or full
+disk) and `Integrity` (a constraint or guard refused the write)), and a model call's
+(`ProviderError`: one line, exit 1). No driver's error (`sqlite3`, psycopg) crosses the store:
+`database_message` says a `DatabaseError` in a person's words."""
 
 from __future__ import annotations
 
-import sqlite3
-
-from ..memory.store.errors import EngineError, InvalidInput, NewerStore, NotFound, StoreError
+from ..memory.store.api import BUSY_TIMEOUT_S
+from ..memory.store.errors import (
+    Busy,
+    DatabaseError,
+    EngineError,
+    Integrity,
+    InvalidInput,
+    NewerStore,
+    NotFound,
+    StoreError,
+    Unavailable,
+)
 from ..providers.base import ProviderError
 
 __all__ = [
+    "Busy",
+    "DatabaseError",
     "EngineError",
+    "Integrity",
     "InvalidInput",
     "NewerStore",
     "NotFound",
     "ProviderError",
     "StoreError",
+    "Unavailable",
     "database_message",
     "io_error_message",
 ]
@@ -37,7 +52,7 @@ def io_error_message(exc: BaseException) -> str:
     the database's own files that came up short (SQLITE_IOERR_SHORT_READ: its -wal file
     removed under a running rheo, whose -shm still points into it) is said as that."""
     text = " ".join(str(exc).split())
-    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    name = str(getattr(exc, "code", "") or "")
     if name in _WRITE_FAILED or (not name and "full" in text.lower()):
         return f"cannot write the database: {text} (is the disk full?)"
     return (
@@ -47,14 +62,17 @@ def io_error_message(exc: BaseException) -> str:
     )
 
 
-def database_message(exc: sqlite3.Error) -> str:
-    """A one-line explanation of a SQLite failure (or PostgreSQL's, as the engine raises
+def database_message(exc: DatabaseError) -> str:
+    """A one-line explanation of a failed statement (either store's, as the store raises
     it) for a person: busy, read-only, a damaged search index, a damaged file, a disk that
-    refused a write or a read; else ``database error: <the driver's words>``."""
+    refused a write or a read; else ``database error: <the database's words>``."""
     text = str(exc)
     lowered = text.lower()
-    if "locked" in lowered or "busy" in lowered:
-        return "the database stayed busy: another process held it for more than 30 s; try again"
+    if isinstance(exc, Busy):
+        return (
+            "the database stayed busy: another process held it for more than "
+            f"{BUSY_TIMEOUT_S:.0f} s; try again"
+        )
     if "readonly" in lowered or "read-only" in lowered:
         return "cannot write the database: it is read-only (check its permissions)"
     if "vtable constructor failed" in lowered or "fts5" in lowered:

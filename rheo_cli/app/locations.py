@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import config as config_mod
 from ..errors import ConfigError
-from ..memory.text.safety import redact_url
+from ..memory import store as store_mod
 from ..paths import resolve
 from .app import profile_name
 
@@ -20,9 +20,8 @@ def locations(profile: str | None = None) -> dict[str, str]:
     when memory lives in PostgreSQL. Raises UsageError for a bad profile name."""
     found = resolve(profile_name(profile))
     info = found.to_json()
-    url = _store_url(found.config)
-    if url:  # memory lives in PostgreSQL: there is no local database file
-        info["db"] = redact_url(url)
+    where = _store_url(found.config) or info["db"]  # a server's URL, else the local file
+    info["db"] = store_mod.choose(where).shown(where)
     return info
 
 

@@ -110,7 +110,7 @@ def maintain(
 ) -> Maintained:
     """``rheo maintain``: with ``retry``, re-queue the jobs that failed for good; queue the
     digests of closed sessions; then ``on_start(requeued, runnable)`` and `run_pending`
-    (``on_job`` after each job). Raises StoreError or sqlite3.Error when the store cannot be
+    (``on_job`` after each job). Raises StoreError (DatabaseError) when the store cannot be
     read or written."""
     requeued = retry_failed(app) if retry else 0
     total = queue_due(app)
@@ -122,7 +122,7 @@ def maintain(
         summary=summary,
         requeued=requeued,
         failed=failed_for_good(app),
-        server=bool(app.store_url),
+        server=app.store_class.serves_one_tenant,
     )
 
 

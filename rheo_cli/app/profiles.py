@@ -25,7 +25,7 @@ def names(app: App) -> list[str]:
 def local_store_exists(app: App) -> bool:
     """True when the App's store is the SQLite file and it exists: what may be read without
     creating anything or reaching a server (shell completion)."""
-    return not app.store_url and app.paths.db.exists()
+    return not app.store_class.serves_one_tenant and app.paths.db.exists()
 
 
 def history_file(app: App) -> Path:

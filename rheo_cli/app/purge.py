@@ -109,7 +109,7 @@ def _first_words(text: str, words: int = 8) -> str:
 def execute(app: App, planned: Plan) -> Done:
     """Erase what ``planned`` names, for good, in one transaction (then compact the store),
     and drop the person's purged messages from the REPL's input history (a profile's: the
-    whole file). Raises StoreError or sqlite3.Error when the store cannot be written (nothing
+    whole file). Raises StoreError (DatabaseError) when the store cannot be written (nothing
     is erased then)."""
     done = engine.purge(app.conn, planned.target, now=app.now())
     if planned.shown:
@@ -122,7 +122,7 @@ def execute(app: App, planned: Plan) -> Done:
         purged=done,
         profile=app.profile,
         earlier=copies.holding(app.paths, app.profile),
-        server=bool(app.store_url),
+        server=app.store_class.server_keeps_copies,
     )
 
 

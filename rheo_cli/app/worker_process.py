@@ -3,7 +3,6 @@ process (`background.worker.spawn` starts it)."""
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 
 from ..errors import RheoError
@@ -21,7 +20,7 @@ def main() -> int:
     try:
         with app_mod.build() as rt:
             return detached_main(rt)
-    except (RheoError, EngineError, sqlite3.Error, OSError) as exc:
+    except (RheoError, EngineError, OSError) as exc:
         # e.g. a full disk: the job keeps its lease and is taken over by the next run
         sys.stderr.write(f"rheo worker: {' '.join(str(exc).split())}\n")
         return 1

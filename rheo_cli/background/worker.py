@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..memory import jobs
-from ..memory.store import db
+from ..memory.store.api import Connection, Store
 from ..memory.store.errors import EngineError
 from ..memory.store.settings import Settings
 from ..memory.store.timeutil import to_stored
@@ -121,9 +120,7 @@ class Heartbeat:
     own connection, while the job runs (a call may take an hour with retries)."""
 
     def __init__(self, rt: Services, job_id: int, worker: str, lease_s: float) -> None:
-        self.path = rt.paths.db
-        self.url = getattr(rt, "store_url", None)
-        self.tenant = rt.profile
+        self.store = rt.conn.store  # opened already: the job was claimed through it
         self.job_id = job_id
         self.worker = worker
         self.lease_s = lease_s
@@ -132,17 +129,13 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name="rheo-lease", daemon=True)
 
     def _run(self) -> None:
-        conn = None
+        own: Store | None = None
         try:
             while not self._stop.wait(self.lease_s / 3):
-                if conn is None:
-                    conn = (
-                        db.open_url(self.url, tenant=self.tenant, migrate_schema=False)
-                        if self.url
-                        else db.open_store(self.path, migrate_schema=False)
-                    )
+                if own is None:
+                    own = self.store.open_again()  # this thread's own connection
                 ok = jobs.renew(
-                    conn,
+                    own.conn,
                     self.job_id,
                     worker=self.worker,
                     wall_now=time.time(),
@@ -154,8 +147,8 @@ class Heartbeat:
         except Exception:  # noqa: BLE001 - a missed renewal only risks a takeover
             return
         finally:
-            if conn is not None:
-                conn.close()
+            if own is not None:
+                own.close()
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -249,9 +242,7 @@ def run_pending(
             on_job(job, "done")
 
 
-def queue_closed(
-    conn: sqlite3.Connection, profile: str, now: datetime, settings: Settings
-) -> list[int]:
+def queue_closed(conn: Connection, profile: str, now: datetime, settings: Settings) -> list[int]:
     """Queue digest jobs for ``profile``'s sessions closed by time (`closing.
     queue_closed_sessions`: one indexed read); the session ids queued. Never raises: a locked
     or read-only store just leaves them for the next run."""
@@ -259,7 +250,7 @@ def queue_closed(
 
     try:
         return closing.queue_closed_sessions(conn, profile=profile, now=now, gap_s=settings.gap_s)
-    except (sqlite3.Error, EngineError):
+    except EngineError:  # the store's errors included: busy, read-only
         return []
 
 
@@ -295,9 +286,10 @@ def _unlock(handle: IO[str]) -> None:
 
 
 def served_profile(rt: Services) -> str | None:
-    """The profile whose jobs a worker of ``rt`` runs: on PostgreSQL its own (the connection
-    sees one tenant, by row-level security), on SQLite None (every profile of the file)."""
-    return rt.profile if getattr(rt, "store_url", None) else None
+    """The profile whose jobs a worker of ``rt`` runs: its own where the store's connection
+    sees one tenant (PostgreSQL's row-level security), else None (every profile of the
+    SQLite file). Asked of the store's implementation, without opening it."""
+    return rt.profile if rt.store_class.serves_one_tenant else None
 
 
 def lock_name(rt: Services) -> str:

@@ -137,7 +137,7 @@ def maintain(
             f"profile {app.profile}: {len(summary.done)} job(s) done, "
             f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
         )
-        if app.store_url:
+        if app.store_class.serves_one_tenant:
             echo(
                 "(on PostgreSQL a profile sees only its own tenant: "
                 "'rheo maintain --profile NAME' runs another profile's jobs)"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,7 +12,14 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from ..app.errors import EngineError, InvalidInput, NotFound, ProviderError, database_message
+from ..app.errors import (
+    DatabaseError,
+    EngineError,
+    InvalidInput,
+    NotFound,
+    ProviderError,
+    database_message,
+)
 from ..errors import ExitStatus, RheoError
 from ..ui.output import quiet_stdout
 
@@ -48,11 +54,15 @@ def reported() -> Iterator[None]:
     """Turn rheo's errors into one stderr line and ``typer.Exit(status)``.
 
     RheoError and engine errors print their message; a provider failure prints its one line;
-    a SQLite failure is explained; a closed stdout pipe exits quietly (0) and an unwritable
-    stdout exits 1; Ctrl-C exits 130. Anything else is a bug and keeps its traceback.
+    a failed statement (either store's) is explained; a closed stdout pipe exits quietly (0)
+    and an unwritable stdout exits 1; Ctrl-C exits 130. Anything else is a bug and keeps its
+    traceback.
     """
     try:
         yield
+    except DatabaseError as exc:  # a failed statement, in the person's words
+        say_error(database_message(exc))
+        raise typer.Exit(int(ExitStatus.ERROR)) from None
     except (RheoError, EngineError, ProviderError) as exc:
         say_error(str(exc))
         detail = getattr(exc, "detail", None)
@@ -60,9 +70,6 @@ def reported() -> Iterator[None]:
             with contextlib.suppress(BrokenPipeError, ValueError, OSError):
                 sys.stderr.write(detail)
         raise typer.Exit(exit_status_for(exc)) from None
-    except sqlite3.Error as exc:
-        say_error(database_message(exc))
-        raise typer.Exit(int(ExitStatus.ERROR)) from None
     except MemoryError:  # SQLite's SQLITE_NOMEM: a garbled search index asks for absurd sizes
         say_error(
             "out of memory reading the store (a damaged search index can cause it: "

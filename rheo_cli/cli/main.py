@@ -30,6 +30,7 @@ from . import (
     providers_cmd,
     purge_cmd,
     sessions_cmd,
+    team_cmd,
     telegram_cmd,
     transfer_cmd,
 )
@@ -128,6 +129,7 @@ app.add_typer(kb_cmd.app, name="kb", rich_help_panel=MEMORY)
 app.command(rich_help_panel=CHAT)(mcp_cmd.mcp)
 app.command(rich_help_panel=CHAT)(telegram_cmd.telegram)
 app.command(rich_help_panel=MAINTENANCE)(purge_cmd.purge)
+app.add_typer(team_cmd.app, name="team", rich_help_panel=MAINTENANCE)
 app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.backup)
 app.command(rich_help_panel=MAINTENANCE)(transfer_cmd.export)
 app.command("import", rich_help_panel=MAINTENANCE)(import_cmd.import_)

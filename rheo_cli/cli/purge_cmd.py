@@ -114,7 +114,7 @@ def _json(done: Done) -> dict[str, object]:
         "counts": purged.counts,
         "vacuumed": purged.vacuumed,
         "wal_truncated": purged.wal_truncated,
-        **({"not_rewritten": purged.not_rewritten} if done.server else {}),
+        **({"not_rewritten": purged.not_rewritten} if purged.not_rewritten is not None else {}),
         "earlier_copies": done.earlier,
     }
 
@@ -128,19 +128,8 @@ def _say(done: Done) -> None:
     if purged.ref == "profile":
         what = f"profile {done.profile}"
     echo(f"purged {what}: {counts or 'nothing else'}")
-    if done.server:
-        if not purged.vacuumed:
-            tables = ", ".join(purged.not_rewritten)
-            say_error(
-                f"note: another session was using {tables or 'the tables'} (or held an older "
-                "transaction), so their files may still hold the text until the tables' owner "
-                f"runs VACUUM FULL on {tables or 'them'}"
-            )
-    elif not purged.vacuumed or not purged.wal_truncated:
-        say_error(
-            "note: another process holds the database, so the file could not be compacted "
-            "yet; freed space is overwritten, and the next purge compacts it"
-        )
+    if purged.note:  # what the store's compaction left to do
+        say_error(f"note: {purged.note}")
     say_error(_copies_note(done.earlier, server=done.server))
 
 

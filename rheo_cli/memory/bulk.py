@@ -9,7 +9,6 @@ transaction per row.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,15 +17,12 @@ from typing import Any
 from .facts.equivalence import content_key, topic_key
 from .facts.items import CATEGORIES
 from .ledger.sessions import session_near
-from .store import health
+from .store.api import Connection
 from .store.db import write
 from .store.errors import InvalidInput
-from .store.migrations import CJK_GLOB
-from .store.pg import dialect
 from .store.timeutil import from_stored, to_stored
 
 BATCH = 20_000
-IMPORT_CACHE_KIB = 128 * 1024
 """Rows per transaction: large enough to amortise commits, small enough to let readers in."""
 
 
@@ -70,36 +66,24 @@ def _batches(rows: Iterable[TurnIn]) -> Iterator[list[TurnIn]]:
 
 
 def import_turns(
-    conn: sqlite3.Connection, profile: str, rows: Iterable[TurnIn], *, gap_s: float
+    conn: Connection, profile: str, rows: Iterable[TurnIn], *, gap_s: float
 ) -> Imported:
     """Append ``rows`` (in time order) to the profile's ledger, splitting sessions on the gap
     exactly as single appends would. Raises InvalidInput for a bad role/status (the batch it
     is in is not written)."""
     done = Imported()
-    if dialect(conn) == "postgres":  # indexed by generated columns; no page cache to size
+    with conn.store.bulk_load():  # e.g. a larger page cache while importing
         _import_batches(conn, profile, rows, gap_s, done)
-        return done
-    health.mend_unopenable(conn)
-    # A larger page cache while importing: the FTS index's pages stay in memory (about 15%
-    # faster at 100k turns); restored afterwards.
-    previous_cache = conn.execute("PRAGMA cache_size").fetchone()[0]
-    conn.execute(f"PRAGMA cache_size = -{IMPORT_CACHE_KIB}")
-    try:
-        _import_batches(conn, profile, rows, gap_s, done)
-    finally:
-        conn.execute(f"PRAGMA cache_size = {int(previous_cache)}")
     return done
 
 
 def _import_batches(
-    conn: sqlite3.Connection, profile: str, rows: Iterable[TurnIn], gap_s: float, done: Imported
+    conn: Connection, profile: str, rows: Iterable[TurnIn], gap_s: float, done: Imported
 ) -> None:
-    pg = dialect(conn) == "postgres"
     for batch in _batches(rows):
-        with write(conn):
-            first_new = int(conn.execute("SELECT coalesce(max(id), 0) FROM turns").fetchone()[0])
-            if not pg:
-                conn.execute("INSERT INTO fts_deferred(on_) VALUES (1)")
+        # The batch's search entries are written once at its end where the store indexes
+        # by triggers (`api.Store.deferred_indexing`).
+        with write(conn), conn.store.deferred_indexing("turns"):
             # The session the batch's first row would continue, in time (imported included:
             # a later export continues its own conversations).
             current = session_near(conn, profile, to_stored(batch[0].when), imported=True)
@@ -159,29 +143,16 @@ def _import_batches(
                 "source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 values,
             )
-            least, greatest = ("least", "greatest") if pg else ("min", "max")
+            # The earlier and the later of two times, in the SQL both stores run.
             conn.executemany(
-                f"UPDATE sessions SET started_at = {least}(started_at, ?), "
-                f"last_turn_at = {greatest}(last_turn_at, ?), turns = turns + ? WHERE id = ?",
-                [(s, e, n, sid) for sid, (s, e, n) in counts.items()],
+                "UPDATE sessions SET "
+                "started_at = CASE WHEN ? < started_at THEN ? ELSE started_at END, "
+                "last_turn_at = CASE WHEN ? > last_turn_at THEN ? ELSE last_turn_at END, "
+                "turns = turns + ? WHERE id = ?",
+                [(s, s, e, e, n, sid) for sid, (s, e, n) in counts.items()],
             )
-            if not pg:
-                # The batch is indexed in one statement each (see migration m005), each row of
-                # the word index with its profile's tenant token (migration m011).
-                conn.execute(
-                    "INSERT INTO turns_fts(rowid, content, tenant) "
-                    "SELECT id, content, tenant FROM turns WHERE id > ?",
-                    (first_new,),
-                )
-                conn.execute(
-                    "INSERT INTO turns_cjk(rowid, content) SELECT id, content FROM turns "
-                    f"WHERE id > ? AND content GLOB '{CJK_GLOB}'",
-                    (first_new,),
-                )
-                conn.execute("DELETE FROM fts_deferred")
-            last_id = conn.execute(  # on PostgreSQL: never another tenant's, even unbound
-                "SELECT max(id) FROM turns" + (" WHERE profile = ?" if pg else ""),
-                (profile,) if pg else (),
+            last_id = conn.execute(  # never another profile's (a server's store: even unbound)
+                "SELECT max(id) FROM turns WHERE profile = ?", (profile,)
             ).fetchone()[0]
         done.turns += len(batch)
         done.last_id = last_id
@@ -207,7 +178,7 @@ class ItemIn:
     """Further events after ``created``: (kind, time, cause)."""
 
 
-def import_items(conn: sqlite3.Connection, profile: str, rows: Iterable[ItemIn]) -> int:
+def import_items(conn: Connection, profile: str, rows: Iterable[ItemIn]) -> int:
     """Insert items and their events (a ``created`` event each, then ``events``). Ownership
     still comes from the source turn: a turn of another profile raises InvalidInput."""
     count = 0

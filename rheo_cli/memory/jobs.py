@@ -13,14 +13,13 @@ it (`retry_failed`, ``rheo maintain --retry-failed``).
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .store.api import Connection, Row
 from .store.db import write
 from .store.errors import EngineError
-from .store.pg import dialect
 from .text.safety import mask
 
 KINDS = ("extract", "digest")
@@ -74,7 +73,7 @@ class Job:
         }
 
 
-def _row(row: sqlite3.Row) -> Job:
+def _row(row: Row) -> Job:
     return Job(
         id=row["id"],
         profile=row["profile"],
@@ -93,21 +92,21 @@ def _row(row: sqlite3.Row) -> Job:
     )
 
 
-def enqueue(conn: sqlite3.Connection, *, profile: str, kind: str, ref_id: int, ts: str) -> bool:
+def enqueue(conn: Connection, *, profile: str, kind: str, ref_id: int, ts: str) -> bool:
     """Queue a job (idempotent per kind and ref); True if it was new. ``ts``: stored UTC."""
     if kind not in KINDS:
         raise ValueError(f"unknown job kind {kind!r}")
     with write(conn):
         cur = conn.execute(
-            "INSERT OR IGNORE INTO jobs(profile, kind, ref_id, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO jobs(profile, kind, ref_id, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             (profile, kind, ref_id, ts, ts),
         )
         return cur.rowcount == 1
 
 
 def claim(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     worker: str,
     wall_now: float,
@@ -126,18 +125,8 @@ def claim(
     (only `fail` counts one).
     """
     with write(conn):
-        sql = (
-            "SELECT * FROM jobs WHERE (status = 'pending' AND (not_before IS NULL OR "
-            "not_before <= ?)) OR status = 'running'"
-        )
-        args: list[Any] = [float("inf") if ignore_backoff else wall_now]
-        if profile is not None:
-            sql = f"SELECT * FROM ({sql}) AS runnable WHERE profile = ?"
-            args.append(profile)
-        sql += " ORDER BY id"
-        if dialect(conn) == "postgres":
-            sql += " FOR UPDATE SKIP LOCKED"  # another worker's claim in flight is passed over
-        for row in conn.execute(sql, args).fetchall():
+        due = float("inf") if ignore_backoff else wall_now
+        for row in conn.store.claimable_jobs(due, profile):
             job = _row(row)
             if job.id in exclude:
                 continue
@@ -160,7 +149,7 @@ def claim(
 
 
 def renew(
-    conn: sqlite3.Connection, job_id: int, *, worker: str, wall_now: float, lease_s: float = LEASE_S
+    conn: Connection, job_id: int, *, worker: str, wall_now: float, lease_s: float = LEASE_S
 ) -> bool:
     """Extend ``worker``'s lease on a running job to ``wall_now + lease_s`` (Unix seconds).
     Returns False when the job is no longer this worker's."""
@@ -172,9 +161,7 @@ def renew(
         return cur.rowcount == 1
 
 
-def complete(
-    conn: sqlite3.Connection, job_id: int, *, worker: str, ts: str, notes: list[str]
-) -> None:
+def complete(conn: Connection, job_id: int, *, worker: str, ts: str, notes: list[str]) -> None:
     """Mark a job done, keeping its notes (what was repaired or dropped), if ``worker`` still
     holds it. Raises LeaseLost otherwise — inside the caller's transaction, so the memory
     writes that came with the job roll back with it."""
@@ -189,7 +176,7 @@ def complete(
 
 
 def fail(
-    conn: sqlite3.Connection,
+    conn: Connection,
     job_id: int,
     *,
     worker: str,
@@ -228,7 +215,7 @@ def fail(
     return status
 
 
-def retry_failed(conn: sqlite3.Connection, *, profile: str, ts: str) -> int:
+def retry_failed(conn: Connection, *, profile: str, ts: str) -> int:
     """Put the profile's failed jobs back in the queue with a fresh count of attempts (the
     last error is kept until the next run). Returns how many were re-queued."""
     with write(conn):
@@ -240,7 +227,7 @@ def retry_failed(conn: sqlite3.Connection, *, profile: str, ts: str) -> int:
         return cur.rowcount
 
 
-def next_wake(conn: sqlite3.Connection, *, profile: str | None = None) -> float | None:
+def next_wake(conn: Connection, *, profile: str | None = None) -> float | None:
     """The earliest Unix time at which an unfinished job may become runnable: a waiting
     job's ``not_before`` or a running job's lease expiry (a pending job due now gives a time
     in the past). None when no job is pending or running."""
@@ -256,7 +243,7 @@ def next_wake(conn: sqlite3.Connection, *, profile: str | None = None) -> float 
     return None if value is None else float(value)
 
 
-def held_by_others(conn: sqlite3.Connection, *, worker: str) -> list[str]:
+def held_by_others(conn: Connection, *, worker: str) -> list[str]:
     """The holders (``host:pid``) of running jobs other than ``worker``."""
     rows = conn.execute(
         "SELECT DISTINCT leased_by FROM jobs WHERE status = 'running' AND leased_by IS NOT NULL "
@@ -266,7 +253,7 @@ def held_by_others(conn: sqlite3.Connection, *, worker: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
-def get_job(conn: sqlite3.Connection, job_id: int) -> Job:
+def get_job(conn: Connection, job_id: int) -> Job:
     """One job by id; raises KeyError."""
     row = conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
     if row is None:
@@ -275,7 +262,7 @@ def get_job(conn: sqlite3.Connection, job_id: int) -> Job:
 
 
 def list_jobs(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     *,
     statuses: tuple[str, ...] | None = None,
@@ -296,7 +283,7 @@ def list_jobs(
 
 
 def runnable_count(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     wall_now: float,
     profile: str | None = None,
@@ -315,9 +302,7 @@ def runnable_count(
     return int(conn.execute(sql, args).fetchone()[0])
 
 
-def sessions_awaiting_digest(
-    conn: sqlite3.Connection, *, profile: str, closed_before: str
-) -> list[int]:
+def sessions_awaiting_digest(conn: Connection, *, profile: str, closed_before: str) -> list[int]:
     """Sessions of ``profile`` whose last turn is before ``closed_before`` (stored UTC: now
     minus the gap) and that have neither a digest nor a digest job. Sessions of imported
     history (turns with a ``source_key``) are digested only when the import asks."""
@@ -333,7 +318,36 @@ def sessions_awaiting_digest(
     return [int(r[0]) for r in rows]
 
 
-def status_counts(conn: sqlite3.Connection) -> dict[str, int]:
+def status_counts(conn: Connection) -> dict[str, int]:
     """How many jobs of every profile are in each status (``pending``, ``failed``...)."""
     rows = conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall()
     return {str(r[0]): int(r[1]) for r in rows}
+
+
+def stuck(conn: Connection, profile: str | None, wall_now: float) -> list[int]:
+    """Ids of the jobs (of ``profile``; None: every profile the store shows) still marked
+    running after their lease ended (``wall_now``: Unix seconds): their runner died and no
+    worker has taken them over yet."""
+    sql = (
+        "SELECT id FROM jobs WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)"
+    )
+    args: list[Any] = [wall_now]
+    if profile is not None:
+        sql += " AND profile = ?"
+        args.append(profile)
+    return [int(r[0]) for r in conn.execute(sql + " ORDER BY id", args).fetchall()]
+
+
+def release_stuck(conn: Connection, profile: str | None, wall_now: float, ts: str) -> int:
+    """Put the `stuck` jobs back in the queue (pending, no attempt counted, as a takeover
+    would; ``ts``: stored UTC text); returns how many."""
+    sql = (
+        "UPDATE jobs SET status = 'pending', lease_until = NULL, leased_by = NULL, "
+        "updated_at = ? WHERE status = 'running' AND (lease_until IS NULL OR lease_until < ?)"
+    )
+    args: list[Any] = [ts, wall_now]
+    if profile is not None:
+        sql += " AND profile = ?"
+        args.append(profile)
+    with write(conn):
+        return max(conn.execute(sql, args).rowcount, 0)

@@ -1,24 +1,24 @@
 """`purge`: the one deliberate erase of a turn, a session, a memory item or a whole profile.
 
 Everything else in rheo keeps history (forgetting a memory retracts it; the ledger refuses
-UPDATE and DELETE). A purge removes the content for good: the rows, their entries in the FTS5
-indexes, what was derived from them (memory items learnt from a purged turn, the digest of its
-session, their jobs), and then the bytes — with ``secure_delete`` on, freed space is zeroed,
-the FTS indexes are merged so no old segment keeps a term, the file is VACUUMed and the WAL
-checkpointed and truncated. What the purged turns did to the memory items that stay (a fact
-they replaced, an open item they closed, a reinforcement) is undone and the history events
-that quote them are erased (`purge_undo` says exactly what counts as learnt from them). A
+UPDATE and DELETE). A purge removes the content for good: the rows, their search entries,
+what was derived from them (memory items learnt from a purged turn, the digest of its
+session, their jobs), and then the bytes (the store's compaction: on SQLite the file is
+VACUUMed with ``secure_delete`` on and the WAL truncated, on PostgreSQL the touched tables
+are rewritten). What the purged turns did to the memory items that stay (a fact they
+replaced, an open item they closed, a reinforcement) is undone and the history events that
+quote them are erased (`purge_undo` says exactly what counts as learnt from them). A
 tombstone in ``purges`` says what was erased and when, never the content: only the content
 keys of the erased records (`archive.keys`), by which an import of an older export leaves
-them out. The append-only guards stand aside only while the purge's own transaction holds a
-row in ``purge_grant`` (migration 9), removed again before it commits. On PostgreSQL the
-same `plan` is erased by `pg_purge`. Either way the Redis hot cache, if installed, is dropped.
+them out. The append-only guards stand aside only inside the purge's own transaction, for
+the purged profile's rows, and are back before its tombstone is written
+(`api.Store.purging`). One erase on both stores, in plain SQL naming the profile in every
+statement; the Redis hot cache, if installed, is dropped.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -27,11 +27,9 @@ from . import purge_undo
 from .archive.keys import keys_for, keys_of
 from .facts import hotcache
 from .kb.transfer import keys as kb_keys
-from .store import crash, health
-from .store.db import write
+from .store import crash
+from .store.api import Connection, Purging
 from .store.errors import InvalidInput, NotFound
-from .store.migrations import CJK_GLOB
-from .store.pg import dialect
 from .store.timeutil import to_stored
 
 WHATS = ("turn", "session", "memory", "profile")
@@ -40,16 +38,17 @@ WHATS = ("turn", "session", "memory", "profile")
 @dataclass
 class Purged:
     """What a purge erased: ``counts`` of rows per kind (turns, sessions, memory_items,
-    memory_events, digests, jobs) and whether the file was compacted (VACUUM) and its WAL
-    emptied."""
+    memory_events, digests, jobs) and what its compaction did (`api.Compaction`): whether
+    the store was rewritten without the erased bytes and its WAL emptied, the tables not
+    rewritten yet (None where a whole file is compacted), and the note for the person."""
 
     what: str
     ref: str
     counts: dict[str, int] = field(default_factory=dict)
     vacuumed: bool = False
     wal_truncated: bool = False
-    not_rewritten: list[str] = field(default_factory=list)
-    """On PostgreSQL: touched tables that could not be rewritten (VACUUM FULL) yet."""
+    not_rewritten: list[str] | None = None
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,11 +84,11 @@ def _chunks(ids: Sequence[int], size: int = 500) -> Iterator[list[int]]:
         yield list(ids[start : start + size])
 
 
-def _ids(conn: sqlite3.Connection, sql: str, args: Iterable[object]) -> list[int]:
+def _ids(conn: Connection, sql: str, args: Iterable[object]) -> list[int]:
     return [int(r[0]) for r in conn.execute(sql, tuple(args)).fetchall()]
 
 
-def _in(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *extra: object) -> list[int]:
+def _in(conn: Connection, sql: str, ids: Sequence[int], *extra: object) -> list[int]:
     """Run ``sql`` (holding one ``{ids}`` placeholder list) over ``ids`` in chunks."""
     out: list[int] = []
     for chunk in _chunks(ids):
@@ -98,7 +97,7 @@ def _in(conn: sqlite3.Connection, sql: str, ids: Sequence[int], *extra: object) 
     return out
 
 
-def plan(conn: sqlite3.Connection, *, profile: str, what: str, ref_id: int | None) -> Target:
+def plan(conn: Connection, *, profile: str, what: str, ref_id: int | None) -> Target:
     """The rows a purge of ``what`` (turn, session, memory, profile) ``ref_id`` would erase:
     the turns, the sessions they empty, the memory items learnt from them (their source turn
     is purged; for a turn, also what its session's digest learnt citing no turn), the digests
@@ -168,7 +167,7 @@ class Work:
     """Kept sessions whose digest goes: queued to be digested again from the turns left."""
 
 
-def prepare(conn: sqlite3.Connection, target: Target) -> Work:
+def prepare(conn: Connection, target: Target) -> Work:
     """Read (inside the purge's transaction, before anything is erased) what the erase of
     ``target`` involves beyond its rows (see `Work`); both stores' purges call it."""
     profile = target.profile
@@ -206,7 +205,7 @@ def prepare(conn: sqlite3.Connection, target: Target) -> Work:
     )
 
 
-def requeue(conn: sqlite3.Connection, profile: str, work: Work, ts: str) -> None:
+def requeue(conn: Connection, profile: str, work: Work, ts: str) -> None:
     """Queue the digest job of each kept session whose digest the purge erased (its old job
     is erased with it), so the digest is written again from the turns left."""
     for session_id in work.redigest:
@@ -217,170 +216,113 @@ def requeue(conn: sqlite3.Connection, profile: str, work: Work, ts: str) -> None
         )
 
 
-def _fts_forget(conn: sqlite3.Connection, target: Target) -> bool:
-    """Remove the target's rows from the external-content FTS5 indexes (which need the exact
-    indexed values to delete an entry), in a savepoint. False (nothing done) when an index is
-    damaged or missing: the caller then rebuilds every index from the rows left."""
-    try:
-        with write(conn):
-            _fts_delete(conn, target)
-    except health.DAMAGE as exc:
-        if not health.may_be_an_index(exc):
-            raise
-        return False
-    return True
+def _touched(target: Target, counts: dict[str, int]) -> list[str]:
+    """The tables whose rows were erased (or whose rows' links to erased rows were
+    cleared): what the compaction rewrites."""
+    tables = [name for name in ("turns", "digests", "jobs", "kb_chunks", "kb_documents")
+              if counts.get(name)]  # fmt: skip
+    if target.items or target.turns:
+        tables += ["memory_items", "memory_events"]
+    if counts.get("sessions") or target.sessions_touched:
+        tables.append("sessions")
+    return tables
 
 
-def _fts_delete(conn: sqlite3.Connection, target: Target) -> None:
-    for chunk in _chunks(target.turns):
-        marks = ",".join("?" * len(chunk))
-        conn.execute(
-            "INSERT INTO turns_fts(turns_fts, rowid, content, tenant) "
-            f"SELECT 'delete', id, content, tenant FROM turns WHERE id IN ({marks})",
-            chunk,
-        )
-        conn.execute(
-            "INSERT INTO turns_cjk(turns_cjk, rowid, content) "
-            f"SELECT 'delete', id, content FROM turns WHERE id IN ({marks}) "
-            f"AND content GLOB '{CJK_GLOB}'",
-            chunk,
-        )
-    for chunk in _chunks(target.items):
-        marks = ",".join("?" * len(chunk))
-        conn.execute(
-            "INSERT INTO memory_items_fts(memory_items_fts, rowid, topic, label, properties) "
-            "SELECT 'delete', id, topic, label, properties FROM memory_items "
-            f"WHERE id IN ({marks})",
-            chunk,
-        )
-    for chunk in _chunks(target.digests):
-        marks = ",".join("?" * len(chunk))
-        conn.execute(
-            "INSERT INTO digests_fts(digests_fts, rowid, narrative, decisions) "
-            f"SELECT 'delete', id, narrative, decisions FROM digests WHERE id IN ({marks})",
-            chunk,
-        )
-    if target.what == "profile":
-        conn.execute(
-            "INSERT INTO kb_chunks_fts(kb_chunks_fts, rowid, heading, content) "
-            "SELECT 'delete', id, heading, content FROM kb_chunks WHERE profile = ?",
-            (target.profile,),
-        )
-
-
-def _erase(conn: sqlite3.Connection, target: Target, work: Work, ts: str) -> dict[str, int]:
-    counts = purge_undo.apply(conn, work.undo, profile=target.profile, ts=ts)
+def _erase(
+    conn: Connection, purging: Purging, target: Target, work: Work, ts: str
+) -> dict[str, int]:
+    """Take back what the target did to the items that stay (`purge_undo`), then delete the
+    target's rows (every statement limited to its profile) with their search entries;
+    rows erased per kind (a kind with nothing to erase is left out)."""
+    profile = target.profile
+    counts = purge_undo.apply(conn, work.undo, profile=profile, ts=ts)
 
     def run(sql: str, ids: Sequence[int], key: str | None = None) -> None:
+        if not ids:
+            return
         n = 0
         for chunk in _chunks(ids):
-            n += conn.execute(sql.format(ids=",".join("?" * len(chunk))), chunk).rowcount
+            marks = ",".join("?" * len(chunk))
+            n += max(conn.execute(sql.format(ids=marks), (profile, *chunk)).rowcount, 0)
         if key:
             counts[key] = counts.get(key, 0) + n
 
-    indexed = _fts_forget(conn, target)
     items, turns = target.items, target.turns
-    # Links from rows that stay to rows that go become NULL (ids only, never content).
-    run("UPDATE memory_events SET related_item_id = NULL WHERE related_item_id IN ({ids})", items)
-    run("UPDATE memory_events SET source_turn_id = NULL WHERE source_turn_id IN ({ids})", turns)
-    run("UPDATE memory_items SET superseded_by = NULL WHERE superseded_by IN ({ids})", items)
-    run("UPDATE memory_items SET conflict_with = NULL WHERE conflict_with IN ({ids})", items)
-    run("DELETE FROM memory_events WHERE item_id IN ({ids})", items, "memory_events")
-    run("DELETE FROM memory_items WHERE id IN ({ids})", items, "memory_items")
-    run("DELETE FROM digests WHERE id IN ({ids})", target.digests, "digests")
-    run(
-        "DELETE FROM jobs WHERE kind = 'extract' AND ref_id IN ({ids})",
-        [*turns, *work.readers],
-        "jobs",
+    purging.forget(
+        turns=turns,
+        items=items,
+        digests=target.digests,
+        knowledge_of=profile if target.what == "profile" else None,
     )
+    # Links from rows that stay to rows that go become NULL (ids only, never content).
+    run("UPDATE memory_events SET related_item_id = NULL "
+        "WHERE profile = ? AND related_item_id IN ({ids})", items)  # fmt: skip
+    run("UPDATE memory_events SET source_turn_id = NULL "
+        "WHERE profile = ? AND source_turn_id IN ({ids})", turns)  # fmt: skip
+    run("UPDATE memory_items SET superseded_by = NULL "
+        "WHERE profile = ? AND superseded_by IN ({ids})", items)  # fmt: skip
+    run("UPDATE memory_items SET conflict_with = NULL "
+        "WHERE profile = ? AND conflict_with IN ({ids})", items)  # fmt: skip
+    run("DELETE FROM memory_events WHERE profile = ? AND item_id IN ({ids})", items,
+        "memory_events")  # fmt: skip
+    run("DELETE FROM memory_items WHERE profile = ? AND id IN ({ids})", items, "memory_items")
+    run("DELETE FROM digests WHERE profile = ? AND id IN ({ids})", target.digests, "digests")
+    run("DELETE FROM jobs WHERE profile = ? AND kind = 'extract' AND ref_id IN ({ids})",
+        [*turns, *work.readers], "jobs")  # fmt: skip
     # The digest of a session that keeps some turns is written again from what is left.
-    run("DELETE FROM jobs WHERE kind = 'digest' AND ref_id IN ({ids})", target.sessions_touched,
-        "jobs")  # fmt: skip
-    run("DELETE FROM turns WHERE id IN ({ids})", turns, "turns")
-    run("DELETE FROM sessions WHERE id IN ({ids})", target.sessions_emptied, "sessions")
-    requeue(conn, target.profile, work, ts)
-    for session_id in set(target.sessions_touched) - set(target.sessions_emptied):
+    run("DELETE FROM jobs WHERE profile = ? AND kind = 'digest' AND ref_id IN ({ids})",
+        target.sessions_touched, "jobs")  # fmt: skip
+    run("DELETE FROM turns WHERE profile = ? AND id IN ({ids})", turns, "turns")
+    run("DELETE FROM sessions WHERE profile = ? AND id IN ({ids})", target.sessions_emptied,
+        "sessions")  # fmt: skip
+    requeue(conn, profile, work, ts)
+    for session_id in sorted(set(target.sessions_touched) - set(target.sessions_emptied)):
         conn.execute(
-            "UPDATE sessions SET turns = (SELECT count(*) FROM turns WHERE session_id = ?), "
-            "last_turn_at = coalesce((SELECT max(ts) FROM turns WHERE session_id = ?), "
-            "last_turn_at), started_at = coalesce((SELECT min(ts) FROM turns "
-            "WHERE session_id = ?), started_at) WHERE id = ?",
-            (session_id, session_id, session_id, session_id),
+            "UPDATE sessions SET turns = (SELECT count(*) FROM turns WHERE session_id = ? "
+            "AND profile = ?), last_turn_at = coalesce((SELECT max(ts) FROM turns "
+            "WHERE session_id = ? AND profile = ?), last_turn_at), started_at = "
+            "coalesce((SELECT min(ts) FROM turns WHERE session_id = ? AND profile = ?), "
+            "started_at) WHERE id = ? AND profile = ?",
+            (session_id, profile) * 4,
         )
     if target.what == "profile":
-        counts["jobs"] = (
-            counts.get("jobs", 0)
-            + conn.execute("DELETE FROM jobs WHERE profile = ?", (target.profile,)).rowcount
-        )
-        counts["kb_chunks"] = conn.execute(
-            "DELETE FROM kb_chunks WHERE profile = ?", (target.profile,)
-        ).rowcount
-        counts["kb_documents"] = conn.execute(
-            "DELETE FROM kb_documents WHERE profile = ?", (target.profile,)
-        ).rowcount
-    # Merge each index into one segment: entries deleted above leave no old segment behind
-    # that still holds their terms. A damaged index is rebuilt from the rows left instead,
-    # which holds nothing purged either.
-    if indexed:
-        try:
-            with write(conn):
-                for index in health.FTS_INDEXES:
-                    conn.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")
-        except health.DAMAGE as exc:
-            if not health.may_be_an_index(exc):
-                raise
-            indexed = False
-    if not indexed:
-        health.rebuild_indexes(conn)
+        for table in ("jobs", "kb_chunks", "kb_documents"):
+            n = conn.execute(f"DELETE FROM {table} WHERE profile = ?", (profile,)).rowcount
+            counts[table] = counts.get(table, 0) + max(n, 0)
+    purging.settle()
     return counts
 
 
-def purge(conn: sqlite3.Connection, target: Target, *, now: datetime) -> Purged:
-    """Erase ``target`` (from `plan`) in one transaction, leave a tombstone, then rewrite the
-    file so the text is gone from it: VACUUM (with ``secure_delete`` on) and a WAL checkpoint
-    that truncates the -wal file. ``now`` dates the tombstone.
+def purge(conn: Connection, target: Target, *, now: datetime) -> Purged:
+    """Erase ``target`` (from `plan`) in one transaction, leave a tombstone, then have the
+    store rewrite what still holds the erased bytes (`api.Purging.compact`: the SQLite file
+    VACUUMed and its WAL truncated; PostgreSQL's touched tables rewritten). ``now`` dates
+    the tombstone.
 
-    The connection must not be inside a transaction. Raises sqlite3.Error if the database
-    cannot be written (nothing is erased then); a VACUUM or checkpoint that cannot complete
-    because another process holds the database is reported in the result, not raised.
-    On PostgreSQL `pg_purge.purge` does it (VACUUM FULL of the touched tables).
+    The connection must not be inside a transaction, and a store bound to one tenant must
+    be bound to the target's profile: InvalidInput otherwise. Raises StoreError (Busy,
+    Integrity...) if the database refuses the erase (nothing is erased then); a compaction
+    that cannot complete because another process holds the store is reported in the result
+    (``vacuumed``, ``not_rewritten``, ``note``), never raised.
     """
-    if dialect(conn) == "postgres":
-        from . import pg_purge
-
-        done = pg_purge.purge(conn, target, now=now)
-        hotcache.written(target.profile)
-        return done
-    if conn.in_transaction:
-        raise InvalidInput("purge runs in its own transaction")
     ref = "profile" if target.what == "profile" else f"{target.what} #{target.ref_id}"
-    previous = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
-    conn.execute("PRAGMA secure_delete = ON")
-    try:
-        with write(conn):
-            conn.execute("INSERT INTO purge_grant(on_, reason) VALUES (1, ?)", (ref,))
-            work = prepare(conn, target)
-            counts = _erase(conn, target, work, to_stored(now))
-            crash.reach("purge.erase")
-            conn.execute("DELETE FROM purge_grant")
-            tombstone(conn, target, counts, work.keys, now)
-        done = Purged(target.what, ref, counts)
-        hotcache.written(target.profile)
-        crash.reach("purge.vacuum")
-        try:
-            conn.execute("VACUUM")
-            done.vacuumed = True
-        except sqlite3.OperationalError:
-            pass  # another process is reading: freed pages are zeroed (secure_delete) anyway
-        row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        done.wal_truncated = row is not None and int(row[0]) == 0
-        return done
-    finally:
-        conn.execute(f"PRAGMA secure_delete = {previous}")
+    with conn.store.purging(target.profile, ref) as purging:
+        work = prepare(conn, target)
+        counts = _erase(conn, purging, target, work, to_stored(now))
+        crash.reach("purge.erase")
+        purging.guard_again()
+        tombstone(conn, target, counts, work.keys, now)
+    done = Purged(target.what, ref, counts)
+    hotcache.written(target.profile)
+    crash.reach("purge.vacuum")
+    compaction = purging.compact(_touched(target, counts))
+    done.vacuumed, done.wal_truncated = compaction.vacuumed, compaction.wal_truncated
+    done.not_rewritten, done.note = compaction.not_rewritten, compaction.note
+    return done
 
 
 def tombstone(
-    conn: sqlite3.Connection, target: Target, counts: dict[str, int], keys: list[str],
+    conn: Connection, target: Target, counts: dict[str, int], keys: list[str],
     now: datetime,
 ) -> None:  # fmt: skip
     """Write the purge's tombstone (inside its transaction): what, when, counts, and the
@@ -392,7 +334,7 @@ def tombstone(
     )  # fmt: skip
 
 
-def tombstones(conn: sqlite3.Connection, profile: str) -> list[dict[str, object]]:
+def tombstones(conn: Connection, profile: str) -> list[dict[str, object]]:
     """The profile's purge tombstones, oldest first: ``{id, ts, what, ref_id, counts}``."""
     rows = conn.execute(
         "SELECT id, ts, what, ref_id, counts FROM purges WHERE profile = ? ORDER BY id",

@@ -1,4 +1,4 @@
-"""What a purge takes back from the memory items it keeps (used by `purge` and `pg_purge`).
+"""What a purge takes back from the memory items it keeps (used by `purge`).
 
 A purge of turns (one turn, a session) or of memory items erases what was learnt from them.
 Precisely, with T the purged turns and I the erased items:
@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .facts import events
 from .facts.items import row_to_item
+from .store.api import Connection
 
 STATUS_KINDS = ("superseded", "retracted", "evicted", "done", "reopened", "resolved")
 """Event kinds that may change an item's status."""
@@ -109,9 +109,7 @@ def _event(r: Any) -> _Event:
     )  # fmt: skip
 
 
-def _events_where(
-    conn: sqlite3.Connection, profile: str, column: str, ids: Sequence[int]
-) -> list[_Event]:
+def _events_where(conn: Connection, profile: str, column: str, ids: Sequence[int]) -> list[_Event]:
     out: list[_Event] = []
     for chunk in _chunks(sorted(set(ids))):
         marks = ",".join("?" * len(chunk))
@@ -126,9 +124,7 @@ def _events_where(
     return out
 
 
-def _items_where(
-    conn: sqlite3.Connection, profile: str, column: str, ids: Sequence[int]
-) -> list[int]:
+def _items_where(conn: Connection, profile: str, column: str, ids: Sequence[int]) -> list[int]:
     out: list[int] = []
     for chunk in _chunks(sorted(set(ids))):
         marks = ",".join("?" * len(chunk))
@@ -154,9 +150,7 @@ def _label(value: Any) -> str:
     return " ".join(str(value or "").split())
 
 
-def uncited(
-    conn: sqlite3.Connection, profile: str, digests: Sequence[int]
-) -> tuple[list[int], list[int]]:
+def uncited(conn: Connection, profile: str, digests: Sequence[int]) -> tuple[list[int], list[int]]:
     """What the ``digests`` (of sessions that keep some turns) wrote without citing a turn:
     ``(items it created, events of other items it wrote: reinforcements, closings)``, found
     by the digest's own list of facts (those with no ``turn_id``) among the items and events
@@ -208,7 +202,7 @@ def uncited(
 
 
 def prepare(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     turns: Sequence[int],
@@ -257,7 +251,7 @@ def prepare(
     return undo
 
 
-def _successor(conn: sqlite3.Connection, profile: str, start: int, gone: set[int]) -> int | None:
+def _successor(conn: Connection, profile: str, start: int, gone: set[int]) -> int | None:
     """The first item after ``start`` (an erased item) in its chain of replacements that is
     kept, or None when the chain ends among erased items."""
     seen: set[int] = set()
@@ -273,7 +267,7 @@ def _successor(conn: sqlite3.Connection, profile: str, start: int, gone: set[int
 
 
 def _take_back(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     item_id: int,
     gone: set[int],
@@ -410,7 +404,7 @@ _UPDATABLE = ("status", "superseded_by", "conflict_with", "pinned", "confidence"
               "reinforcements", "reinforced_at")  # fmt: skip
 
 
-def apply(conn: sqlite3.Connection, undo: Undo, *, profile: str, ts: str) -> dict[str, int]:
+def apply(conn: Connection, undo: Undo, *, profile: str, ts: str) -> dict[str, int]:
     """Carry out ``undo`` inside the purge's transaction (``ts``: stored UTC time of the new
     events); returns counts: memory events erased and items restored, relinked, their
     reinforcements taken back."""
@@ -444,7 +438,7 @@ def apply(conn: sqlite3.Connection, undo: Undo, *, profile: str, ts: str) -> dic
 
 
 def readers(
-    conn: sqlite3.Connection, profile: str, sessions: Sequence[int], turns: Sequence[int]
+    conn: Connection, profile: str, sessions: Sequence[int], turns: Sequence[int]
 ) -> list[int]:
     """The kept replies in ``sessions`` whose extraction read a purged question of ``turns``:
     those naming it (``meta.reply_to``), and those without a name whose nearest question

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 from ..app.app import App
 from ..app.conversation import Conversation
-from ..app.errors import EngineError, StoreError
+from ..app.errors import DatabaseError, EngineError, StoreError, database_message
 from ..errors import RheoError
 
 HELP = """\
@@ -112,7 +111,7 @@ def run_turn(state: ReplState, text: str, *, retry: bool = False) -> None:
         writer.finish()
         state.say(f"rheo: {exc}")
         return
-    except (sqlite3.Error, StoreError) as exc:  # busy past the timeout, a newer store
+    except StoreError as exc:  # busy past the bounded wait, a newer store
         writer.finish()
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
         return
@@ -334,9 +333,7 @@ def run_slash(state: ReplState, line: str) -> None:
     try:
         handler(state, arg.strip())
     except Exception as exc:  # noqa: BLE001 - a slash command never ends the REPL
-        from ..ui.wording import database_message
-
-        if isinstance(exc, sqlite3.Error):  # e.g. /done on a read-only store
+        if isinstance(exc, DatabaseError):  # e.g. /done on a read-only store
             state.say(f"rheo: {database_message(exc)}")
             return
         if not isinstance(exc, EngineError):

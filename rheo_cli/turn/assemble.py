@@ -3,7 +3,6 @@ article §07) and the request that carries it to the model."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from ..memory.context import assemble as context_mod
@@ -66,7 +65,7 @@ def compose(
             budget=rt.settings.budget_tokens if budget is None else budget,
             session_id=None,
         )
-    except (sqlite3.DatabaseError, EngineError) as exc:
+    except EngineError as exc:  # the store's failures included (DatabaseError)
         ctx = Context(
             sections=[],
             message=user_turn.content,

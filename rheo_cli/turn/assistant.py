@@ -16,13 +16,12 @@ memory. Only a lock held past the busy timeout (try again) and a store from a ne
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 from ..memory.context.assemble import Context
 from ..memory.ledger import turns as ledger
-from ..memory.store.errors import NewerStore, StoreError
+from ..memory.store.errors import Busy, DatabaseError, NewerStore, StoreError
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ChatRequest, Provider, ProviderError, ToolCall
 from ..services import Services
@@ -77,7 +76,7 @@ class Assistant:
     ) -> ledger.Appended:
         """Commit the person's turn (see `store.store_message`; a repaired search index is
         noted in `repairs`), then tell ``on_session_closed`` of a session the gap closed and
-        ``on_message`` of the stored turn. Raises sqlite3.Error when the ledger cannot be
+        ``on_message`` of the stored turn. Raises StoreError when the ledger cannot be
         written."""
         appended = store.store_message(
             self.rt,
@@ -90,7 +89,7 @@ class Assistant:
         if appended.closed_session is not None and self.on_session_closed is not None:
             # The turn is stored; a digest job not queued now is queued the next time the
             # next turn or worker pass finds it (`App.queue_closed_sessions`).
-            with contextlib.suppress(sqlite3.Error, StoreError):
+            with contextlib.suppress(StoreError):
                 self.on_session_closed(appended.closed_session.id)
         if self.on_message is not None:
             self.on_message(appended.turn)
@@ -134,8 +133,8 @@ class Assistant:
         Raises TurnFailed (model error; an ``error`` turn was stored) or TurnInterrupted
         (Ctrl-C; the partial reply was stored as ``interrupted``). The person's turn is stored
         in both cases — unless the ledger cannot be written: then the turn goes on unstored
-        and `not_stored` says why. Raises sqlite3.OperationalError when the store stayed
-        busy past the busy timeout, NewerStore for a store from a newer rheo, and the
+        and `not_stored` says why. Raises Busy when the store stayed busy past the bounded
+        wait (either store), NewerStore for a store from a newer rheo, and the
         engine's NotFound for a ``session_id`` that is not the profile's.
         """
         self.repairs = []
@@ -149,11 +148,13 @@ class Assistant:
                 user_turn = self.store_message(
                     message, new_session=new_session, session_id=session_id, meta=meta
                 ).turn
-            except (sqlite3.Error, StoreError) as exc:
-                if isinstance(exc, NewerStore) or _busy(exc):
-                    raise
+            except StoreError as exc:
+                if isinstance(exc, NewerStore | Busy):
+                    raise  # busy: trying again soon stores the turn, so it is reported
+                    # rather than answered unstored
                 # Memory never breaks the chat: answer with what can be read, store nothing.
-                self.not_stored = NotStored(exc, unopened=isinstance(exc, StoreError))
+                unopened = not isinstance(exc, DatabaseError)  # the store did not open
+                self.not_stored = NotStored(exc, unopened=unopened)
                 user_turn = self._unstored_turn(message)
         return self.respond(user_turn, on_text=on_text, on_context=on_context, provider=provider)
 
@@ -247,7 +248,7 @@ class Assistant:
             return record_reply(
                 self.rt, user_turn, reply, status, content=content, error=error, stored=stored
             )
-        except (sqlite3.Error, StoreError) as exc:
+        except StoreError as exc:
             # The reply is in hand (`record_reply` waited for any lock): deliver it anyway.
             self.not_stored = NotStored(exc, reply_only=True)
             return record_reply(
@@ -259,12 +260,5 @@ class Assistant:
         stored (not incognito). A store that cannot take the job leaves the exchange
         unextracted: no memory is better than a failed chat."""
         if self.after_reply is not None and not self.incognito and reply.id:
-            with contextlib.suppress(sqlite3.Error, StoreError):
+            with contextlib.suppress(StoreError):
                 self.after_reply(user_turn, reply)
-
-
-def _busy(exc: BaseException) -> bool:
-    """True for a store held by another process past the busy timeout: trying again soon
-    stores the turn, so it is reported rather than answered unstored."""
-    text = str(exc).lower()
-    return isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text)

@@ -4,12 +4,12 @@ the REPL's ``/context``, the MCP server's preview)."""
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from typing import Any
 
 from ..memory.facts import hotcache, requests
 from ..memory.ledger import turns as ledger
 from ..memory.store.db import tentative
+from ..memory.store.errors import Unavailable
 from ..memory.store.timeutil import to_stored
 from ..services import Services
 from .assemble import compose
@@ -50,7 +50,7 @@ def preview(
                 honour_requests(rt, appended.turn)
             ctx, request = compose(rt, appended.turn, budget=budget, tools=tools, notes=repairs)
         opened = appended.opened_session
-    except sqlite3.OperationalError as exc:
+    except Unavailable as exc:
         if "readonly" not in str(exc).lower():
             raise
         # A read-only store: `rheo ask` answers with what it reads, unstored and without

@@ -38,7 +38,7 @@ def record_reply(
     assistant talked to.
 
     ``stored`` False (incognito): nothing is written and the turn is returned with id 0.
-    Raises sqlite3.Error when the ledger cannot be written (after waiting for a lock),
+    Raises StoreError when the ledger cannot be written (Busy after the bounded wait),
     SessionPurged when ``rheo purge`` erased the question's session while the reply came.
     """
     meta: dict[str, Any] = {}

@@ -14,8 +14,8 @@ from ..providers.base import ProviderError, Usage
 @dataclass(frozen=True)
 class NotStored:
     """Why a turn that should have been stored was not (memory never breaks the chat: the
-    reply still comes). ``error`` is the sqlite3.Error (or StoreError) met; ``unopened``:
-    the store could not even be opened, so the reply was made without memory;
+    reply still comes). ``error`` is the StoreError met (a DatabaseError when a statement
+    failed); ``unopened``: the store could not even be opened, so the reply was made without memory;
     ``reply_only``: the person's message was stored, only the reply could not be."""
 
     error: Exception

@@ -4,11 +4,10 @@ happens, so nothing they said is lost whatever fails later."""
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from typing import Any
 
 from ..memory.ledger import turns as ledger
-from ..memory.store import health
+from ..memory.store.errors import StoreError
 from ..services import Services
 
 
@@ -26,11 +25,11 @@ def store_message(
     Telegram's update id), with the assistant talked to, from which rheo later knows whose
     memory the exchange feeds.
 
-    A search index that cannot even be opened is rebuilt first (`health.mend_unopenable`),
+    A search index that cannot even be opened is rebuilt first (`api.Store.mend_indexes`),
     so the context is assembled with it; a damaged or missing index of the turns never keeps
     the turn out: the ledger rebuilds it, or stores the turn unindexed
     (`ledger.append_turn`). Each repair is a note appended to ``repairs``. Raises
-    sqlite3.Error when the ledger cannot be written."""
+    StoreError when the ledger cannot be written."""
     if rt.assistant_name is not None:
         meta = {**(meta or {}), "assistant": rt.assistant_name}
 
@@ -50,8 +49,8 @@ def store_message(
     if (lost := rt.mend_lost_wal()) is not None and repairs is not None:
         repairs.append(lost)
     mended = None
-    with contextlib.suppress(sqlite3.Error, MemoryError):  # a store that cannot be read fails below
-        mended = health.mend_unopenable(rt.conn, notify=False)
+    with contextlib.suppress(StoreError, MemoryError):  # a store that cannot be read fails below
+        mended = rt.conn.store.mend_indexes(notify=False)
     if mended is not None and repairs is not None:
         repairs.append(mended)
     appended = append()

@@ -6,9 +6,9 @@ done, an interrupted reply, a failed one, nothing to retry.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from ..app.errors import DatabaseError, database_message
 from .output import preview
 
 CHANGED = {
@@ -69,55 +69,12 @@ def cut_line(result: Any) -> str:
     )
 
 
-_WRITE_FAILED = frozenset(
-    {"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_IOERR_DIR_FSYNC",
-     "SQLITE_IOERR_TRUNCATE", "SQLITE_IOERR_NOMEM"}
-)  # fmt: skip
-"""SQLite's error names for a write the disk refused (full, over a size limit, failing)."""
-
-
-def io_error_message(exc: BaseException) -> str:
-    """A disk I/O error in words: a write the disk refused is "is the disk full?"; a read of
-    the database's own files that came up short (SQLITE_IOERR_SHORT_READ: its -wal file
-    removed under a running rheo, whose -shm still points into it) is said as that."""
-    text = " ".join(str(exc).split())
-    name = str(getattr(exc, "sqlite_errorname", "") or "")
-    if name in _WRITE_FAILED or (not name and "full" in text.lower()):
-        return f"cannot write the database: {text} (is the disk full?)"
-    return (
-        f"cannot read the database's files: {text}{f' ({name})' if name else ''}: its -wal "
-        "or -shm file was removed or replaced while rheo had it open, or the disk is failing; "
-        "'rheo doctor' checks it"
-    )
-
-
-def database_message(exc: sqlite3.Error) -> str:
-    """A one-line explanation of a SQLite failure (or PostgreSQL's, as the engine raises
-    it) for a person."""
-    text = str(exc)
-    lowered = text.lower()
-    if "locked" in lowered or "busy" in lowered:
-        return "the database stayed busy: another process held it for more than 30 s; try again"
-    if "readonly" in lowered or "read-only" in lowered:
-        return "cannot write the database: it is read-only (check its permissions)"
-    if "vtable constructor failed" in lowered or "fts5" in lowered:
-        return (
-            f"a search index is damaged ({text}); 'rheo doctor --repair' rebuilds it from "
-            "the stored rows"
-        )
-    if "malformed" in lowered or "not a database" in lowered or "corrupt" in lowered:
-        return f"the database is damaged ({text}); 'rheo paths' shows where it is"
-    if "disk i/o" in lowered or "full" in lowered:
-        return io_error_message(exc)
-    return f"database error: {text}"
-
-
 def not_stored_line(not_stored: Any) -> str:
     """What is said when a turn that should have been stored was not (a `NotStored`): the
     store could not be opened (answered without memory), the person's message could not be
     written (the whole exchange is unstored), or only the reply could not be."""
     error = not_stored.error
-    why = database_message(error) if isinstance(error, sqlite3.Error) else str(error)
+    why = database_message(error) if isinstance(error, DatabaseError) else str(error)
     why = " ".join(why.split())[:240]
     if not_stored.unopened:
         return f"memory unavailable: {why}; answered without it, and this exchange was not stored"

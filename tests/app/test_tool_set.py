@@ -295,7 +295,7 @@ def test_absent_and_null_arguments_take_the_schemas_default():
 def test_tools_list_loads_no_engine(home):
     code = (
         "import sys, anyio\n"
-        "from rheo_cli.runtime import build\n"
+        "from rheo_cli.app.app import build\n"
         "from rheo_cli.mcpserver.server import build as server\n"
         "tools = anyio.run(server(build(), log_turns=True).list_tools)\n"
         "print(len(tools), sorted(m for m in sys.modules if m.startswith(("

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import re
 import threading
 import time
 from datetime import datetime, timedelta
@@ -15,10 +14,8 @@ from datetime import datetime, timedelta
 from fakeapi import error, text
 from helpers import api_env, db_rows, route, run_rheo
 
-from rheo_cli.memory.ledger import closing
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
-from rheo_cli.memory.store.timeutil import to_stored
 
 T10 = datetime.fromisoformat("2026-11-30T10:00:00+01:00")
 T15 = T10 + timedelta(hours=5)
@@ -197,43 +194,6 @@ def test_the_previous_end_keeps_to_its_share_and_keeps_the_newest_turns(tmp_path
     shown = [ln for ln in text_.splitlines() if ln.startswith("[")]
     assert 0 < len(shown) <= 12
     assert section.tokens <= 0.25 * 2000
-    conn.close()
-
-
-def test_queueing_closed_sessions_is_idempotent_and_reads_an_index(tmp_path):
-    conn = db.open_store(tmp_path / "q.db")
-    for day in range(3):
-        ledger.append_turn(
-            conn,
-            profile="default",
-            role="user",
-            content=f"day {day}",
-            now=T10 + timedelta(days=day),
-            gap_s=7200,
-        )
-    ledger.append_turn(
-        conn,
-        profile="other",
-        role="user",
-        content="x",
-        now=T10,
-        gap_s=7200,
-    )
-    now = T10 + timedelta(days=2, hours=3)
-    queued = closing.queue_closed_sessions(conn, profile="default", now=now, gap_s=7200)
-    assert queued == [1, 2, 3]
-    assert closing.queue_closed_sessions(conn, profile="default", now=now, gap_s=7200) == []
-    rows = conn.execute("SELECT profile, ref_id FROM jobs ORDER BY ref_id").fetchall()
-    assert [tuple(r) for r in rows] == [("default", 1), ("default", 2), ("default", 3)]
-    plan = " ".join(
-        r[3]
-        for r in conn.execute(
-            "EXPLAIN QUERY PLAN " + closing.RECENT_UNDIGESTED,
-            ("default", closing.RECENT_SESSIONS, to_stored(now)),
-        )
-    )
-    assert re.search(r"SEARCH sessions USING INDEX sessions_\w+ \(profile=\?\)", plan), plan
-    assert "SCAN sessions" not in plan
     conn.close()
 
 

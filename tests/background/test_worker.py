@@ -103,9 +103,11 @@ def test_worker_inline_mode(rheo, api, monkeypatch, home):
 
 
 def _admin_rows(url, sql, args=()):
+    """Rows read by the superuser, whom row-level security does not bind."""
     import psycopg
+    from conftest import as_admin
 
-    with psycopg.connect(url, autocommit=True) as a:
+    with psycopg.connect(as_admin(url), autocommit=True) as a:
         return a.execute(sql, args).fetchall()
 
 

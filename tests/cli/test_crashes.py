@@ -16,8 +16,9 @@ import pytest
 from fakeapi import text
 from helpers import REPO, api_env, db_rows, facts_reply, kind_of
 
-from rheo_cli.memory.store import db, health
-from rheo_cli.memory.store.migrations import SCHEMA_VERSION, migrate
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.sqlite import health
+from rheo_cli.memory.store.sqlite.migrations import SCHEMA_VERSION, migrate
 
 pytestmark = pytest.mark.slow
 

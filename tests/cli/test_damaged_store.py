@@ -16,7 +16,7 @@ from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from rheo_cli.app import app as runtime
-from rheo_cli.memory.store import health
+from rheo_cli.memory.store.sqlite import health
 from rheo_cli.repl.app import run_repl
 
 DAMAGE = {

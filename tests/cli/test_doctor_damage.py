@@ -28,7 +28,7 @@ import pytest
 from fakeapi import text
 from helpers import REPO, api_env, db_rows
 
-from rheo_cli.app.errors import database_message
+from rheo_cli.app.errors import Unavailable, database_message
 
 
 def _no_override() -> None:
@@ -211,11 +211,9 @@ def test_repair_makes_a_dropped_table_again(rheo, api, home, tmp_path, table):
 
 
 def test_io_errors_are_told_apart():
-    full = sqlite3.OperationalError("disk I/O error")
-    full.sqlite_errorname = "SQLITE_IOERR_WRITE"  # type: ignore[attr-defined]
+    full = Unavailable("disk I/O error", code="SQLITE_IOERR_WRITE")
     assert database_message(full).endswith("(is the disk full?)")
-    short = sqlite3.OperationalError("disk I/O error")
-    short.sqlite_errorname = "SQLITE_IOERR_SHORT_READ"  # type: ignore[attr-defined]
+    short = Unavailable("disk I/O error", code="SQLITE_IOERR_SHORT_READ")
     said = database_message(short)
     assert "disk full" not in said and "-wal" in said and "SQLITE_IOERR_SHORT_READ" in said
 

@@ -19,7 +19,8 @@ import pytest
 from fakeapi import text
 from helpers import db_rows, facts_reply, route
 
-from rheo_cli.memory.store import health
+from rheo_cli.memory.store.errors import DatabaseError
+from rheo_cli.memory.store.sqlite import health
 
 GARBLE = {
     name: f"UPDATE {name}_data SET block = randomblob(length(block)) WHERE id > 1"
@@ -225,7 +226,7 @@ def test_a_turn_is_stored_even_when_its_index_cannot_be_rebuilt(
     real = health.rebuild_indexes
 
     def failing(conn: Any, names: Any = None) -> Any:
-        raise sqlite3.DatabaseError("database disk image is malformed")
+        raise DatabaseError("database disk image is malformed")
 
     monkeypatch.setattr(health, "rebuild_indexes", failing)
     result = rheo("ask", "Stored anyway, ZANZIBAR?")

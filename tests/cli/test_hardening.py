@@ -16,6 +16,8 @@ import pytest
 from fakeapi import error, text, tool_use
 from helpers import REPO, api_env, db_rows, run_rheo
 
+from rheo_cli.memory.store.errors import Integrity
+
 
 def env_for(api, home, **extra):
     return api_env(api, home, RHEO_WORKER="off", **extra)
@@ -209,7 +211,7 @@ def test_listing_into_a_closed_pipe_exits_zero(api, home):
 def test_insert_or_replace_cannot_rewrite_the_ledger(rheo, api, home):
     rheo("ask", "keep me")
     conn = sqlite3.connect(home / "rheo.db")  # a plain connection: no recursive triggers
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute(
             "INSERT OR REPLACE INTO turns(id, profile, session_id, role, content, ts) "
             "SELECT id, profile, session_id, role, 'REWRITTEN', ts FROM turns WHERE id = 1"
@@ -233,7 +235,7 @@ def test_rheo_itself_refuses_insert_or_replace(tmp_path):
         gap_s=7200,
         now=datetime(2026, 1, 1, tzinfo=UTC),
     )
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute(
             "INSERT OR REPLACE INTO turns(id, profile, session_id, role, content, ts) "
             "VALUES (1, 'p', 1, 'user', 'REWRITTEN', '2026-01-01T00:00:00.000Z')"
@@ -241,10 +243,10 @@ def test_rheo_itself_refuses_insert_or_replace(tmp_path):
 
 
 def test_database_held_past_the_busy_timeout_is_one_line(rheo, api, home, monkeypatch):
-    from rheo_cli.memory.store import db
+    from rheo_cli.memory.store import api as store_api
 
     rheo("ask", "first")
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(store_api, "BUSY_TIMEOUT_S", 0.3)
     holder = sqlite3.connect(home / "rheo.db", isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
@@ -260,9 +262,9 @@ def test_reply_is_stored_when_the_lock_clears_later(rheo, api, home, monkeypatch
     """A lock taken while the reply streams: rheo waits again rather than lose the reply."""
     import threading
 
-    from rheo_cli.memory.store import db
+    from rheo_cli.memory.store import api as store_api
 
-    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(store_api, "BUSY_TIMEOUT_S", 0.3)
 
     def hold(reply_started: threading.Event) -> None:
         reply_started.wait(10)

@@ -2,7 +2,7 @@
 
 Each command is run in-process (CliRunner; the in-process fake model where a model is
 needed) after a little history was stored, with every store the engine opens (SQLite's
-`db.open_store`, PostgreSQL's `db.open_url`) recorded; afterwards each one must be closed —
+`SqliteStore`, `PostgresStore`) recorded; afterwards each one must be closed —
 by the command's ``with runtime_for(...) as app:`` or by whatever opened it. A meta-test
 holds that every command of ``rheo --help`` (hidden ones too) has a case here.
 """
@@ -19,36 +19,9 @@ from typing import Any
 
 import pytest
 
-OTHER_BRANCH = (
-    "context",
-    "digests list",
-    "digests show",
-    "history recent",
-    "history search",
-    "items done",
-    "items list",
-    "jobs list",
-    "kb add",
-    "kb list",
-    "kb remove",
-    "kb search",
-    "kb show",
-    "maintain",
-    "memory add",
-    "memory conflicts",
-    "memory forget",
-    "memory list",
-    "memory pin",
-    "memory resolve",
-    "memory search",
-    "memory show",
-    "memory unpin",
-    "sessions list",
-    "sessions show",
-)
-"""Commands moved onto the application layer by the opsmem branch (they do not hold their App
-in a ``with`` block yet): expected to fail here until that branch is merged, then this list
-is emptied (the xfail is strict, so a command that starts passing must leave it)."""
+OTHER_BRANCH: tuple[str, ...] = ()
+"""Commands expected to fail here (strict xfail): none since every command holds its App in a
+``with`` block; a command that regresses must not be put back here to hide it."""
 
 
 @dataclass
@@ -77,20 +50,21 @@ def is_open(conn: Any) -> bool:
 
 @pytest.fixture
 def stores(monkeypatch: pytest.MonkeyPatch) -> Stores:
-    """Record every store the engine opens once ``counting`` is set."""
-    from rheo_cli.memory.store import db
+    """Record the connection of every store opened (either implementation, however it is
+    reached: `store.open`, `db.open_store`, `open_again`) once ``counting`` is set."""
+    from rheo_cli.memory.store.postgres import PostgresStore
+    from rheo_cli.memory.store.sqlite import SqliteStore
 
     found = Stores()
-    for name in ("open_store", "open_url"):
-        real = getattr(db, name)
+    for cls in (SqliteStore, PostgresStore):
+        real = cls.__init__
 
-        def counted(*args: Any, _real: Callable[..., Any] = real, **kwargs: Any) -> Any:
-            conn = _real(*args, **kwargs)
+        def counted(self: Any, *args: Any, _real: Callable[..., None] = real, **kw: Any) -> None:
+            _real(self, *args, **kw)
             if found.counting:
-                found.opened.append(conn)
-            return conn
+                found.opened.append(self.conn)
 
-        monkeypatch.setattr(db, name, counted)
+        monkeypatch.setattr(cls, "__init__", counted)
     return found
 
 
@@ -172,6 +146,11 @@ CASES: dict[str, Case] = {
     "export": Case(("export", "-o", "{tmp}/out.jsonl")),
     "import": Case(("import", "{tmp}/setup.jsonl")),
     "import-history": Case(("import-history", "{tmp}/setup.jsonl")),
+    # A SQLite store has no logins: refused before anything is opened (exit 2); on
+    # PostgreSQL `team list` opens the store for no profile, and closes it.
+    "team list": Case(("team", "list"), exits=(0, 2), opens=False),
+    "team grant": Case(("team", "grant", "alice", "acme"), exits=(2,), opens=False),
+    "team revoke": Case(("team", "revoke", "alice", "acme"), exits=(2,), opens=False),
 }
 
 
@@ -296,7 +275,7 @@ def test_every_command_closes_the_store_it_opens(
     assert stores.left_open() == [], f"rheo {name} left its store open"
 
 
-PG_CASES = ("ask", "backup", "doctor", "export", "import", "purge")
+PG_CASES = ("ask", "backup", "doctor", "export", "import", "purge", "team list")
 """Commands whose store work differs on PostgreSQL."""
 
 

@@ -165,7 +165,6 @@ print(i)
 
 def test_backup_while_another_process_writes(tmp_path):
     db = tmp_path / "home" / "rheo.db"
-    from rheo_cli.memory import archive
     from rheo_cli.memory.store.db import open_store
 
     conn = open_store(db)
@@ -180,7 +179,7 @@ def test_backup_while_another_process_writes(tmp_path):
         time.sleep(1.0)
         for n in range(3):
             dest = tmp_path / "backups" / f"copy{n}.db"
-            archive.backup(conn, dest)
+            conn.store.backup(str(dest), export=lambda path: 0)
             copies.append(dest)
             time.sleep(0.5)
     finally:

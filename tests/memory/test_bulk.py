@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import as_tenant
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rheo_cli.memory import bulk
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
-from rheo_cli.memory.store.errors import InvalidInput
+from rheo_cli.memory.store.errors import Integrity, InvalidInput
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 TENANT = "p"
@@ -98,9 +98,8 @@ def test_bad_row_writes_nothing_of_its_batch(conn):
         assert conn.execute("SELECT count(*) FROM fts_deferred").fetchone()[0] == 0
 
 
-def test_imported_items_keep_ownership_and_history(tmp_path):
-    conn = db.open_store(tmp_path / "x.db")
-    bulk.import_turns(conn, "p", rows_from([60]), gap_s=7200)
+def test_imported_items_keep_ownership_and_history(conn):
+    bulk.import_turns(as_tenant(conn, "p"), "p", rows_from([60]), gap_s=7200)
     item = bulk.ItemIn(
         "fact",
         "garden",
@@ -114,6 +113,6 @@ def test_imported_items_keep_ownership_and_history(tmp_path):
     kinds = [r[0] for r in conn.execute("SELECT kind FROM memory_events ORDER BY id")]
     assert kinds == ["created", "superseded"]
     with pytest.raises(InvalidInput, match="profile of its source turn"):
-        bulk.import_items(conn, "q", [item])
-    with pytest.raises(sqlite3.IntegrityError):
-        conn.execute("DELETE FROM memory_events")
+        bulk.import_items(as_tenant(conn, "q"), "q", [item])
+    with pytest.raises(Integrity):
+        as_tenant(conn, "p").execute("DELETE FROM memory_events")

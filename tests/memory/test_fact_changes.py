@@ -11,13 +11,13 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import as_tenant
 from fakeapi import structured, text
 from helpers import facts_reply, kind_of, route
 
 from rheo_cli.memory.facts import curation, events, items, remember
 from rheo_cli.memory.facts.remember import Fact
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db
 from rheo_cli.memory.store.errors import InvalidInput
 from rheo_cli.memory.store.settings import Settings
 
@@ -25,14 +25,8 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 S = Settings()
 
 
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "f.db")
-    yield c
-    c.close()
-
-
 def turn(conn, text="something", profile="default", when=T0):
+    as_tenant(conn, profile)
     return ledger.append_turn(
         conn, profile=profile, role="user", content=text, now=when, gap_s=S.gap_s
     ).turn
@@ -40,6 +34,7 @@ def turn(conn, text="something", profile="default", when=T0):
 
 def manual(conn, label, topic, *, when=T0, profile="default", **kw):
     fact = Fact(kw.pop("category", "fact"), topic, label, **kw)
+    as_tenant(conn, profile)
     return remember.remember(conn, fact, source="manual", now=when, settings=S, profile=profile)
 
 
@@ -152,7 +147,8 @@ def test_an_id_of_another_profile_or_an_inactive_item_is_not_followed(conn):
     out = extracted(conn, "Lives in Berlin", "city", t.id, relation="same", target=theirs.id)
     assert out.action == "created" and out.item.profile == "default"
     assert f"#{theirs.id} is not an active memory" in out.note
-    assert items.get_item(conn, "work", theirs.id).reinforcements == 1
+    assert items.get_item(as_tenant(conn, "work"), "work", theirs.id).reinforcements == 1
+    as_tenant(conn, "default")
     gone = manual(conn, "Has a cat", "pet").item
     curation.forget(conn, "default", gone.id, T0)
     out = extracted(conn, "Has a dog", "animals", t.id, relation="update", target=gone.id)

@@ -12,6 +12,7 @@ import time
 
 import netguard
 import pytest
+from conftest import as_tenant
 from fakeapi import error, text
 from helpers import REPO, api_env, db_rows, facts_reply, kind_of, route
 
@@ -23,14 +24,14 @@ from rheo_cli.memory.store import db
 TS = "2026-01-01T00:00:00.000Z"
 
 
-def _queue(tmp_path):
-    conn = db.open_store(tmp_path / "j.db")
-    jobs.enqueue(conn, profile="p", kind="extract", ref_id=1, ts=TS)
+def _queue(conn):
+    """``conn`` (the `conn` fixture: each store) acting for profile ``p``, one job queued."""
+    jobs.enqueue(as_tenant(conn, "p"), profile="p", kind="extract", ref_id=1, ts=TS)
     return conn
 
 
-def test_complete_and_fail_only_change_a_job_the_worker_still_holds(tmp_path):
-    conn = _queue(tmp_path)
+def test_complete_and_fail_only_change_a_job_the_worker_still_holds(conn):
+    conn = _queue(conn)
     first = jobs.claim(conn, worker="h:1", wall_now=1000.0, ts=TS, lease_s=10)
     assert first is not None
     # h:1's lease runs out; h:2 takes the job over
@@ -47,8 +48,8 @@ def test_complete_and_fail_only_change_a_job_the_worker_still_holds(tmp_path):
     assert (job.status, job.attempts, job.notes, job.last_error) == ("done", 0, ["ok"], None)
 
 
-def test_renew_extends_only_the_holders_lease(tmp_path):
-    conn = _queue(tmp_path)
+def test_renew_extends_only_the_holders_lease(conn):
+    conn = _queue(conn)
     job = jobs.claim(conn, worker="h:1", wall_now=1000.0, ts=TS, lease_s=10)
     assert job is not None
     assert jobs.renew(conn, job.id, worker="h:1", wall_now=1008.0, lease_s=10)
@@ -57,8 +58,8 @@ def test_renew_extends_only_the_holders_lease(tmp_path):
     assert jobs.get_job(conn, job.id).lease_until == 1018.0
 
 
-def test_only_failed_calls_count_and_failed_jobs_wait_for_retry_failed(tmp_path):
-    conn = _queue(tmp_path)
+def test_only_failed_calls_count_and_failed_jobs_wait_for_retry_failed(conn):
+    conn = _queue(conn)
     for n in range(jobs.MAX_ATTEMPTS):
         job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS)
         assert job is not None and job.attempts == n

@@ -16,7 +16,9 @@ from rheo_cli.memory.facts.parsing import Fact
 from rheo_cli.memory.kb import documents, search
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db, pg_health, pg_schema
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.postgres import health as pg_health
+from rheo_cli.memory.store.postgres import schema as pg_schema
 from rheo_cli.memory.store.settings import Settings
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +12,7 @@ from hypothesis import strategies as st
 from rheo_cli.memory.ledger import sessions
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
-from rheo_cli.memory.store.errors import InvalidInput
+from rheo_cli.memory.store.errors import Integrity, InvalidInput
 
 T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 GAP = 2 * 3600.0
@@ -64,7 +63,7 @@ def test_timestamps_are_utc_whatever_the_clock_offset(conn):
 )
 def test_database_refuses_edits_and_deletes(conn, sql):
     add(conn, "keep me", T0)
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute(sql)
     assert ledger.get_turn(conn, "default", 1).content == "keep me"
 

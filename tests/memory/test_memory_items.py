@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +13,7 @@ from rheo_cli.memory.facts import curation, events, items, remember
 from rheo_cli.memory.facts.decay import effective_confidence
 from rheo_cli.memory.facts.remember import Fact
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store.errors import InvalidInput
+from rheo_cli.memory.store.errors import Integrity, InvalidInput
 from rheo_cli.memory.store.settings import Settings
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -312,7 +311,7 @@ def test_forget_retracts_keeps_history_and_is_not_relearnt(conn):
 )
 def test_database_protects_item_content_and_history(conn, sql):
     put(conn, "keep")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(Integrity):
         conn.execute(sql)
 
 

@@ -7,6 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import as_tenant
 from fakeapi import text, tool_use
 from helpers import db_rows, facts_reply, route
 
@@ -14,7 +15,6 @@ from rheo_cli.memory import jobs
 from rheo_cli.memory.facts import curation, items, remember
 from rheo_cli.memory.facts.remember import Fact
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db
 from rheo_cli.memory.store.errors import InvalidInput
 from rheo_cli.memory.store.settings import Settings
 from rheo_cli.memory.text.render import entry
@@ -159,9 +159,10 @@ def test_a_job_that_keeps_crashing_stops_after_five_attempts(rheo, api, monkeypa
     assert "RuntimeError: a bug" in job["last_error"]
 
 
-def test_takeovers_of_killed_runners_are_not_counted_as_attempts(tmp_path):
-    conn = db.open_store(tmp_path / "j.db")
-    jobs.enqueue(conn, profile="p", kind="extract", ref_id=1, ts="2026-01-01T00:00:00.000Z")
+def test_takeovers_of_killed_runners_are_not_counted_as_attempts(conn):
+    jobs.enqueue(
+        as_tenant(conn, "p"), profile="p", kind="extract", ref_id=1, ts="2026-01-01T00:00:00.000Z"
+    )
     for n in range(jobs.MAX_ATTEMPTS * 2):
         job = jobs.claim(
             conn,

@@ -13,10 +13,11 @@ from helpers import run_rheo
 
 from rheo_cli.memory.context import assemble as context
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db, health
-from rheo_cli.memory.store.errors import StoreError
-from rheo_cli.memory.store.migrations import SCHEMA_VERSION, migrate, schema_version
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import DatabaseError, StoreError
 from rheo_cli.memory.store.settings import Settings
+from rheo_cli.memory.store.sqlite import health
+from rheo_cli.memory.store.sqlite.migrations import SCHEMA_VERSION, migrate, schema_version
 
 TS = "2026-03-01T09:00:00.000Z"
 
@@ -90,7 +91,7 @@ def test_upgrade_from_every_earlier_version_keeps_the_data(tmp_path, version):
     cjk = conn.execute("SELECT rowid FROM turns_cjk WHERE turns_cjk MATCH '自行车'").fetchall()
     assert [r[0] for r in cjk] == [3]
     # old data keeps its rules and new turns still append
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+    with pytest.raises(DatabaseError, match="append-only"):
         conn.execute("UPDATE turns SET content = 'x' WHERE id = 1")
     now = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)
     added = ledger.append_turn(

@@ -7,19 +7,20 @@ found, and repaired where that is safe. Skipped without RHEO_TEST_DATABASE_URL."
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import pg_schema_url
+from conftest import as_admin, pg_schema_url
 
 from rheo_cli.memory import jobs
 from rheo_cli.memory.kb import documents
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
-from rheo_cli.memory.store import db, pg_health
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import Integrity
+from rheo_cli.memory.store.postgres import health as pg_health
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("RHEO_TEST_DATABASE_URL"),
@@ -45,7 +46,7 @@ def store() -> Iterator[tuple[Any, Any]]:
         store_digest(conn, profile="acme", session_id=session, narrative="Talked about cats.",
                      facts=[], procedures=[], decisions=[], source_turn_ids=[], model="m",
                      created_at="2026-07-01T10:00:00.000Z")  # fmt: skip
-        admin = psycopg.connect(url, autocommit=True)
+        admin = psycopg.connect(as_admin(url), autocommit=True)
         try:
             yield conn, admin
         finally:
@@ -92,9 +93,10 @@ def test_guards_disabled_dropped_or_defanged_are_found_and_restored(store):
     assert pg_health.guard_problems(conn) == []
     for sql in ("DELETE FROM turns", "UPDATE digests SET narrative = 'x'",
                 "UPDATE turns SET content = 'x'"):  # fmt: skip
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(Integrity, match="append-only"):
             conn.execute(sql)
-    assert conn.execute("SELECT current_user").fetchone()[0] == "rheo_tenant"  # role back
+    role, login = conn.execute("SELECT current_user, session_user").fetchone()
+    assert role in ("rheo_tenant", login)  # the owner's rights were given back
 
 
 def test_row_level_security_weakened_is_found_and_restored(store):
@@ -122,39 +124,70 @@ def test_row_level_security_weakened_is_found_and_restored(store):
     assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0
 
 
-def test_a_dropped_search_index_and_stale_tsvectors_are_rebuilt_from_the_text(store):
+def test_a_dropped_index_a_disabled_trigger_and_stale_tsvectors_are_rebuilt_from_the_text(store):
     conn, admin = store
-    admin.execute("DROP INDEX turns_cjk")
+    admin.execute("ALTER TABLE postings DROP CONSTRAINT postings_pkey")
+    admin.execute("ALTER TABLE turns DISABLE TRIGGER turns_postings_added")
+    turns.append_turn(conn, profile="acme", role="user", content="hamsters were sleeping",
+                      now=T0, gap_s=7200)  # fmt: skip
+    assert turns.search_turns(conn, "acme", "hamsters") == []  # no postings were written
+    assert pg_health.stale_postings(conn, "acme") == {"turns": 2}
     # The dictionary changes (as a server upgrade's new stemmer would): the stored tsvectors
     # no longer match what their text gives, and "cat" stops finding "cats".
     admin.execute("ALTER TEXT SEARCH CONFIGURATION rheo_english ALTER MAPPING FOR asciiword "
                   "WITH simple")  # fmt: skip
-    assert pg_health.index_problems(conn) == ["turns_cjk is missing"]
+    assert pg_health.index_problems(conn) == [
+        "postings_pkey is missing",
+        "trigger turns_postings_added is disabled",
+    ]
     stale = pg_health.stale_tsvectors(conn, "acme")
-    assert stale == {"turns": 2, "digests": 1, "kb_chunks": 1}
-    assert turns.search_turns(conn, "acme", "cats") == []
+    assert stale == {"turns": 3, "digests": 1, "kb_chunks": 1}
     done = pg_health.repair_search(conn, "acme")
-    assert "turns_cjk built" in done and any(d.startswith("turns.fts") for d in done)
+    assert "postings_pkey built" in done and "the postings triggers recreated" in done
+    assert any(d.startswith("turns.fts and its postings") for d in done)
     assert pg_health.index_problems(conn) == [] and pg_health.stale_tsvectors(conn, "acme") == {}
+    assert pg_health.stale_postings(conn, "acme") == {}
     assert [t.content for t, _ in turns.search_turns(conn, "acme", "cats")] == [
         "the cats are running"
     ]
+    assert [t.content for t, _ in turns.search_turns(conn, "acme", "hamsters")] == [
+        "hamsters were sleeping"
+    ]
     found = turns.search_turns(conn, "acme", "价格计划")
     assert [t.content for t, _ in found] == ["我们的价格计划"]
-    assert turns.count_turns(conn, "acme") == 3  # the ledger itself untouched
+    assert turns.count_turns(conn, "acme") == 4  # the ledger itself untouched
+    turns.append_turn(conn, profile="acme", role="user", content="gerbils", now=T0, gap_s=7200)
+    assert pg_health.stale_postings(conn, "acme") == {}  # the trigger writes again
+
+
+def test_postings_deleted_by_hand_are_found_and_computed_again(store):
+    conn, admin = store
+    admin.execute("DELETE FROM postings WHERE profile = 'acme' AND kind IN ('d', 'c')")
+    assert pg_health.stale_postings(conn, "acme") == {"turns": 5, "digests": 2}
+    assert pg_health.stale_postings(conn, "globex") == {}
+    admin.execute("CREATE OR REPLACE FUNCTION rheo_postings_added() RETURNS trigger "
+                  "LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$")  # fmt: skip
+    assert pg_health.index_problems(conn) == ["function rheo_postings_added is not rheo's"]
+    assert pg_health.repair_search(conn, "acme") == [
+        "the postings triggers recreated",
+        "the postings of turns computed again for profile acme",
+        "the postings of digests computed again for profile acme",
+    ]
+    assert pg_health.stale_postings(conn, "acme") == {}
 
 
 def test_a_job_whose_runner_died_is_found_and_put_back(store):
+    """The engine's check of jobs past their lease (`jobs.stuck`), on this store."""
     conn, _ = store
     first = conn.execute("SELECT min(id) FROM turns").fetchone()[0]
     jobs.enqueue(conn, profile="acme", kind="extract", ref_id=first, ts="2026-07-01T09:00:00.000Z")
     claimed = jobs.claim(conn, worker="dead", wall_now=1000.0, ts="2026-07-01T09:00:00.000Z")
     assert claimed is not None
-    assert pg_health.stuck_jobs(conn, "acme", 1000.0 + 10) == []  # its lease still runs
+    assert jobs.stuck(conn, "acme", 1000.0 + 10) == []  # its lease still runs
     later = 1000.0 + jobs.LEASE_S + 1
-    assert pg_health.stuck_jobs(conn, "acme", later) == [claimed.id]
-    assert pg_health.stuck_jobs(conn, "globex", later) == []
-    assert pg_health.release_stuck(conn, "acme", later, "2026-07-01T10:00:00.000Z") == 1
+    assert jobs.stuck(conn, "acme", later) == [claimed.id]
+    assert jobs.stuck(conn, "globex", later) == []
+    assert jobs.release_stuck(conn, "acme", later, "2026-07-01T10:00:00.000Z") == 1
     job = jobs.get_job(conn, claimed.id)
     assert job.status == "pending" and job.attempts == 0 and job.leased_by is None
 

@@ -1,20 +1,20 @@
-"""``rheo purge`` on PostgreSQL (`memory/pg_purge.py`), against a real server: one transaction
-erases the tenant's rows past the append-only guards through the transaction-local
-``rheo.purge`` bypass, then VACUUM FULL takes the text out of the table, TOAST and index files;
-other tenants are untouched; the bypass is narrow. Skipped without RHEO_TEST_DATABASE_URL."""
+"""``rheo purge`` on PostgreSQL (`memory/purge.py` with `memory/store/postgres/purge.py`),
+against a real server: one transaction erases the tenant's rows past the append-only guards through
+the transaction-local ``rheo.purge`` bypass, then VACUUM FULL takes the text out of the table, TOAST
+and index files; other tenants are untouched; the bypass is narrow. Skipped without
+RHEO_TEST_DATABASE_URL."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from conftest import pg_schema_url
+from conftest import as_admin, pg_schema_url
 
 from rheo_cli.memory import purge as engine
 from rheo_cli.memory.facts import hotcache
@@ -22,7 +22,10 @@ from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.kb import documents
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
-from rheo_cli.memory.store import db, pg_schema
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import Integrity
+from rheo_cli.memory.store.postgres import roles as pg_roles
+from rheo_cli.memory.store.postgres import schema as pg_schema
 from rheo_cli.memory.store.settings import Settings
 
 pytestmark = [
@@ -42,7 +45,7 @@ T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 @pytest.fixture
 def url(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    from rheo_cli.memory import pg_purge
+    from rheo_cli.memory.store.postgres import purge as pg_purge
 
     # Other workers' transactions share this database's horizon: wait them out (the product
     # waits 10 s, then reports the tables it could not rewrite, as one test checks).
@@ -55,7 +58,7 @@ def admin(url: str) -> Any:
     """A superuser connection to the test schema: row-level security does not bind it."""
     import psycopg
 
-    return psycopg.connect(url, autocommit=True)
+    return psycopg.connect(as_admin(url), autocommit=True)
 
 
 def files_hold(url: str, word: str = WORD) -> list[str]:
@@ -214,8 +217,8 @@ def test_without_the_rewrite_the_files_keep_the_text(url):
         conn.execute("DELETE FROM digests")
         conn.execute("DELETE FROM turns WHERE content LIKE ?", (f"%{WORD}%",))
     with admin(url) as a:
-        a.execute("VACUUM " + ", ".join(pg_schema.M002_TABLES))
-    assert {"turns_fts", "turns:toast"} <= set(files_hold(url))
+        a.execute("VACUUM " + ", ".join((*pg_schema.M002_TABLES, "postings")))
+    assert {"postings", "postings_pkey", "turns:toast"} <= set(files_hold(url))
     conn.close()
 
 
@@ -226,16 +229,16 @@ def test_the_bypass_is_narrow_one_tenant_one_transaction_never_update_or_truncat
     refused = "append-only|never deleted|row-level"
     for sql in ("DELETE FROM turns", "DELETE FROM digests", "DELETE FROM memory_items",
                 "DELETE FROM memory_events", "UPDATE memory_events SET data = '{}'"):  # fmt: skip
-        with pytest.raises(sqlite3.IntegrityError, match=refused):
+        with pytest.raises(Integrity, match=refused):
             conn.execute(sql)
     # Set for one transaction only: afterwards the guards are back.
     with db.write(conn):
         conn.execute("SELECT set_config('rheo.purge', 'acme', true)")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"), db.write(conn):
+        with pytest.raises(Integrity, match="append-only"), db.write(conn):
             conn.execute("UPDATE turns SET content = 'changed'")  # the ledger: never
-        with pytest.raises(sqlite3.IntegrityError, match="append-only|denied"), db.write(conn):
+        with pytest.raises(Integrity, match="append-only|denied"), db.write(conn):
             conn.execute("TRUNCATE turns CASCADE")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute("DELETE FROM digests")
     # A superuser connection, which row-level security does not bind, with the bypass set
     # for acme still cannot delete globex's rows.
@@ -251,7 +254,7 @@ def test_the_bypass_is_narrow_one_tenant_one_transaction_never_update_or_truncat
     engine.purge(conn, engine.plan(conn, profile="acme", what="memory", ref_id=conn.execute(
         "SELECT min(id) FROM memory_items").fetchone()[0]), now=T0)  # fmt: skip
     for sql in ("DELETE FROM purges", "UPDATE purges SET what = 'turn'"):
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        with pytest.raises(Integrity, match="append-only"):
             conn.execute(sql)
     conn.close()
 
@@ -284,7 +287,7 @@ def test_a_failure_inside_the_transaction_erases_nothing(url, monkeypatch):
     assert counts_of(url, "acme") == before
     assert engine.tombstones(conn, "acme") == []
     # The bypass went with the rolled-back transaction.
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(Integrity):
         conn.execute("DELETE FROM turns")
     conn.close()
 
@@ -349,8 +352,11 @@ def test_a_profile_purge_takes_its_knowledge_base_and_drops_the_redis_cache(url)
 
 def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
     """Schema version 3 with data (applied as `pg_schema.migrate` does, by hand): opening it
-    applies m004 once, keeps every row, and the purge works on the old rows."""
-    with admin(url) as a:
+    applies m004 once, keeps every row, and the purge works on the old rows. Made by the
+    application role, which owns the tables as it would have then."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as a:
         a.execute(
             "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
             "applied_at TEXT NOT NULL)"
@@ -358,6 +364,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
         for n, (name, script) in enumerate(pg_schema.MIGRATIONS[:3], start=1):
             a.execute(script.encode())
             a.execute("INSERT INTO schema_migrations VALUES (%s, %s, 'then')", (n, name))
+        a.execute("SELECT set_config('rheo.tenant', 'acme', false)")  # held by FORCE too
         a.execute("INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                   "VALUES ('acme', 't', 't', 1)")  # fmt: skip
         a.execute(
@@ -368,7 +375,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
     conn = db.open_url(url, tenant="acme")
     assert pg_schema.schema_version(conn) == pg_schema.SCHEMA_VERSION
     assert [t.content for t in turns.recent_turns(conn, "acme")] == [f"old {WORD} turn"]
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(Integrity, match="append-only"):
         conn.execute("DELETE FROM turns")
     session = conn.execute("SELECT id FROM sessions").fetchone()[0]
     done = engine.purge(conn, engine.plan(conn, profile="acme", what="session", ref_id=session),
@@ -381,7 +388,7 @@ def test_a_store_from_before_m004_is_upgraded_and_its_rows_can_be_purged(url):
 def test_an_older_snapshot_elsewhere_is_waited_for_then_reported(url, monkeypatch):
     """A transaction that began before the purge may still read the erased rows, so a rewrite
     keeps them: the purge waits for it, then says which tables it could not clean."""
-    from rheo_cli.memory import pg_purge
+    from rheo_cli.memory.store.postgres import purge as pg_purge
 
     monkeypatch.setattr(pg_purge, "SNAPSHOT_WAIT_S", 0.5)
     conn = db.open_url(url, tenant="acme")
@@ -401,8 +408,9 @@ def test_an_older_snapshot_elsewhere_is_waited_for_then_reported(url, monkeypatc
 
 def test_as_a_plain_role_that_owns_the_tables_and_as_one_that_does_not(url):
     """Production's usual setup: rheo's role owns its tables and is no superuser (forced
-    row-level security binds it too); the purge rewrites the tables. A role that only has
-    rights on the tables erases the rows but may not rewrite them, and says which."""
+    row-level security binds it too); the purge rewrites the tables. A member's role, granted
+    the profile (rights on the tables only), erases the rows but may not rewrite them, and
+    says which."""
     suffix = secrets.token_hex(4)
     owner, user = f"rheo_owner_{suffix}", f"rheo_user_{suffix}"
     with admin(url) as a:
@@ -411,8 +419,8 @@ def test_as_a_plain_role_that_owns_the_tables_and_as_one_that_does_not(url):
         a.execute(f"CREATE ROLE {user} LOGIN")
         a.execute(f"GRANT ALL ON SCHEMA {schema} TO {owner}")
         a.execute(f"GRANT USAGE ON SCHEMA {schema} TO {user}")
-    as_owner = url.replace("://rheo@", f"://{owner}@", 1)
-    as_user = url.replace("://rheo@", f"://{user}@", 1)
+    as_owner = as_admin(url).replace("://rheo@", f"://{owner}@", 1)
+    as_user = as_admin(url).replace("://rheo@", f"://{user}@", 1)
     try:
         conn = db.open_url(as_owner, tenant="acme")  # creates and owns the tables
         assert conn.execute("SELECT current_user").fetchone()[0] == owner
@@ -423,8 +431,7 @@ def test_as_a_plain_role_that_owns_the_tables_and_as_one_that_does_not(url):
         done = engine.purge(conn, engine.plan(conn, profile="acme", what="session",
                                               ref_id=session), now=T0)  # fmt: skip
         assert done.vacuumed and done.not_rewritten == []
-        conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} "
-                     f"TO {user}")  # fmt: skip
+        pg_roles.grant(conn, user, "globex", now=T0)  # a member's login: table rights only
         conn.close()
         other = db.open_url(as_user, tenant="globex")
         done = engine.purge(other, engine.plan(other, profile="globex", what="profile",

@@ -1,12 +1,13 @@
 """What PostgreSQL's row-level security does for rheo, exactly as the README says it: it
 keeps a query that forgets its tenant filter inside the connection's tenant and refuses a
-row written for another, but the tenant is whatever the login sets, so anyone with the
-database URL can reach every profile. Skipped without RHEO_TEST_DATABASE_URL."""
+row written for another; the login that owns rheo's tables (here the test server's) may act
+for every profile, as the single login of a personal setup always could. Members' logins,
+each granted only its own profiles, are `test_pg_member_logins.py`. Skipped without
+RHEO_TEST_DATABASE_URL."""
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from datetime import UTC, datetime
 
 import pytest
@@ -15,6 +16,7 @@ from helpers import REPO, run_rheo
 
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import DatabaseError
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get("RHEO_TEST_DATABASE_URL"),
@@ -23,7 +25,7 @@ pytestmark = pytest.mark.skipif(
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
-def test_row_level_security_scopes_queries_not_logins(home):
+def test_row_level_security_scopes_queries_and_the_owner_acts_for_every_profile(home):
     with pg_schema_url() as url:
         for tenant in ("a", "b"):
             conn = db.open_url(url, tenant=tenant)
@@ -36,12 +38,12 @@ def test_row_level_security_scopes_queries_not_logins(home):
             # The guard: no profile filter in the query, still only a's rows; b's refused.
             unfiltered = conn.execute("SELECT profile, content FROM turns").fetchall()
             assert [tuple(r) for r in unfiltered] == [("a", "a's secret")]
-            with pytest.raises(sqlite3.DatabaseError):
+            with pytest.raises(DatabaseError):
                 conn.execute(
                     "INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                     "VALUES ('b', '2026-04-01T09:00:00.000Z', '2026-04-01T09:00:00.000Z', 0)"
                 )
-            # Not a boundary between people: the same login names another tenant and reads it.
+            # The owner's login may act for every profile: it names another and reads it.
             conn.raw.execute("SELECT set_config('rheo.tenant', 'b', false)")
             other = conn.execute("SELECT profile, content FROM turns").fetchall()
             assert [tuple(r) for r in other] == [("b", "b's secret")]
@@ -55,7 +57,8 @@ def test_row_level_security_scopes_queries_not_logins(home):
 
 def test_the_readme_says_what_the_isolation_is():
     readme = " ".join((REPO / "README.md").read_text().split())
-    assert "see and write only the profile it was opened for" not in readme
-    assert "anyone with the database URL can read and write every profile" in readme
-    assert "set_config('rheo.tenant', 'other', false)" in readme
-    assert "logins per member, each granted only its own profiles, are planned" in readme
+    assert "anyone with the database URL can read and write every profile" not in readme
+    assert "logins per member, each granted only its own profiles, are planned" not in readme
+    assert "rheo team grant alice acme" in readme
+    assert "SELECT set_config('rheo.tenant', 'other', false)` by a member not granted" in readme
+    assert "shows no row of any table" in readme

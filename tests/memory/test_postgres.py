@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import pg_schema_url
+from conftest import admin_url, pg_schema_url
 from fakeapi import text
 from helpers import request_text
 
@@ -18,8 +17,9 @@ from rheo_cli.memory import jobs
 from rheo_cli.memory.facts import items, remember
 from rheo_cli.memory.facts.parsing import Fact
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db, pg_schema
-from rheo_cli.memory.store.errors import StoreError
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.errors import Integrity, StoreError
+from rheo_cli.memory.store.postgres import schema as pg_schema
 from rheo_cli.memory.store.settings import Settings
 
 pytestmark = pytest.mark.skipif(
@@ -76,13 +76,13 @@ def test_an_unfiltered_query_sees_only_its_own_tenant(url):
 def test_a_row_for_another_tenant_is_refused(url):
     acme = db.open_url(url, tenant="acme")
     try:
-        with pytest.raises(sqlite3.IntegrityError, match="row-level security"):
+        with pytest.raises(Integrity, match="row-level security"):
             say(acme, "globex", "planted in globex's ledger")
         assert acme.execute("SELECT count(*) FROM turns").fetchone()[0] == 0
         say(acme, "acme", "mine")
         # Nor can a row be moved to another tenant (the ledger refuses updates anyway;
         # sessions may be updated, but not out of the tenant).
-        with pytest.raises(sqlite3.IntegrityError, match="row-level security"):
+        with pytest.raises(Integrity, match="row-level security"):
             acme.execute("UPDATE sessions SET profile = 'globex'")
     finally:
         acme.close()
@@ -106,9 +106,7 @@ def test_the_ledger_refuses_edits_deletes_and_truncate(url):
             "TRUNCATE turns CASCADE",
             "DELETE FROM memory_events",
         ):
-            with pytest.raises(
-                sqlite3.IntegrityError, match="append-only|never deleted|permission denied"
-            ):
+            with pytest.raises(Integrity, match="append-only|never deleted|permission denied"):
                 conn.execute(statement)
         assert [t.content for t in ledger.recent_turns(conn, "default")] == ["kept forever"]
     finally:
@@ -127,10 +125,15 @@ def test_migrations_are_versioned_and_run_once(url):
         second.close()
 
 
-def test_a_superuser_connection_is_still_held_to_its_tenant(url):
+def test_a_superuser_connection_is_still_held_to_its_tenant():
+    with pg_schema_url(admin_url()) as url:
+        _superuser_held(url)
+
+
+def _superuser_held(url: str) -> None:
     conn = db.open_url(url, tenant="acme")
     try:
-        # The test server's user is a superuser; the store acts as the tenant role.
+        # A superuser's connection: the store acts as the tenant role.
         row = conn.execute("SELECT current_user, current_setting('is_superuser')").fetchone()
         assert row[0] == pg_schema.TENANT_ROLE and row[1] == "off"
     finally:

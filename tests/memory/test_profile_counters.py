@@ -16,9 +16,10 @@ from rheo_cli.memory.facts import hotcache
 from rheo_cli.memory.facts.curation import forget
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import sessions, turns
-from rheo_cli.memory.store import db, pg_schema
-from rheo_cli.memory.store.migrations import migrate
+from rheo_cli.memory.store import db
+from rheo_cli.memory.store.postgres import schema as pg_schema
 from rheo_cli.memory.store.settings import Settings
+from rheo_cli.memory.store.sqlite.migrations import migrate
 
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 TS = "2026-03-01T09:00:00.000Z"
@@ -98,7 +99,8 @@ def test_postgres_store_from_m004_is_numbered_on_upgrade():
             for n, (name, script) in enumerate(pg_schema.MIGRATIONS[:4], start=1):
                 a.execute(script.encode())
                 a.execute("INSERT INTO schema_migrations VALUES (%s, %s, 'then')", (n, name))
-            for profile in ("work", "acme", "work", "acme", "acme"):
+            for profile in ("work", "acme", "work", "acme", "acme"):  # the owner: held by FORCE
+                a.execute("SELECT set_config('rheo.tenant', %s, false)", (profile,))
                 a.execute("INSERT INTO sessions(profile, started_at, last_turn_at, turns) "
                           "VALUES (%s, %s, %s, 0)", (profile, TS, TS))  # fmt: skip
         conn = db.open_url(url, tenant="acme")

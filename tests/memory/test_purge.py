@@ -4,10 +4,10 @@ the file's bytes; a tombstone says what and when; the ledger stays append-only o
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import as_tenant
 from fakeapi import text
 from helpers import db_rows, facts_reply, route
 
@@ -16,6 +16,7 @@ from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.ledger.digests import store_digest
 from rheo_cli.memory.store.db import open_store
+from rheo_cli.memory.store.errors import Integrity
 from rheo_cli.memory.store.settings import Settings
 
 WORD = "Xylophonequartz"
@@ -89,29 +90,30 @@ def test_without_purge_the_file_keeps_the_text(tmp_path):
     conn.close()
 
 
-def test_the_ledger_stays_append_only_outside_a_purge(tmp_path):
-    conn = open_store(tmp_path / "rheo.db")
+def test_the_ledger_stays_append_only_outside_a_purge(conn, backend):
     fill(conn)
     for sql in ("DELETE FROM turns", "UPDATE turns SET content = 'x'", "DELETE FROM digests",
                 "DELETE FROM memory_items", "UPDATE memory_items SET label = 'x'",
                 "DELETE FROM memory_events"):  # fmt: skip
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(Integrity):
             conn.execute(sql)
     engine.purge(conn, engine.plan(conn, profile="default", what="memory", ref_id=1), now=T0)
     for sql in ("DELETE FROM purges", "UPDATE purges SET what = 'turn'"):
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(Integrity):
             conn.execute(sql)
-    assert conn.execute("SELECT count(*) FROM purge_grant").fetchone()[0] == 0
+    if backend == "sqlite":  # the grant is gone with the purge's transaction
+        assert conn.execute("SELECT count(*) FROM purge_grant").fetchone()[0] == 0
 
 
-def test_purge_session_and_profile_are_scoped(tmp_path):
-    conn = open_store(tmp_path / "rheo.db")
-    fill(conn, "default")
-    fill(conn, "work")
+def test_purge_session_and_profile_are_scoped(conn):
+    fill(as_tenant(conn, "default"), "default")
+    fill(as_tenant(conn, "work"), "work")
+    as_tenant(conn, "default")
     session = conn.execute("SELECT max(id) FROM sessions WHERE profile = 'default'").fetchone()[0]
     target = engine.plan(conn, profile="default", what="session", ref_id=session)
     engine.purge(conn, target, now=T0)
     assert conn.execute("SELECT count(*) FROM sessions WHERE id = ?", (session,)).fetchone()[0] == 0
+    as_tenant(conn, "work")
     assert turns.search_turns(conn, "work", WORD)  # the other profile is untouched
     with pytest.raises(Exception, match="no session"):
         engine.plan(conn, profile="work", what="session", ref_id=session)
@@ -120,6 +122,7 @@ def test_purge_session_and_profile_are_scoped(tmp_path):
         left = conn.execute(f"SELECT count(*) FROM {table} WHERE profile = 'work'").fetchone()[0]
         assert left == 0, table
     assert [t["what"] for t in engine.tombstones(conn, "work")] == ["profile"]
+    as_tenant(conn, "default")
     assert [t["what"] for t in engine.tombstones(conn, "default")] == ["session"]
 
 

@@ -378,7 +378,9 @@ def test_facts_an_earlier_purge_left_superseded_by_nothing_are_given_back(backen
 
     from conftest import pg_schema_url
 
-    from rheo_cli.memory.store import db, migrations, pg_schema
+    from rheo_cli.memory.store import db
+    from rheo_cli.memory.store.postgres import schema as pg_schema
+    from rheo_cli.memory.store.sqlite import migrations
 
     @contextlib.contextmanager
     def old_store():

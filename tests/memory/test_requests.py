@@ -8,13 +8,13 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from conftest import as_tenant
 from fakeapi import error, text
 from helpers import facts_reply, kind_of, route
 
 from rheo_cli.memory.facts import events, items
 from rheo_cli.memory.facts.requests import detect, honour
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db
 from rheo_cli.memory.store.settings import Settings
 
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -91,14 +91,8 @@ def test_statements_about_the_person_are_not_requests(said):
     assert detect(said) == []
 
 
-@pytest.fixture
-def conn(tmp_path):
-    c = db.open_store(tmp_path / "q.db")
-    yield c
-    c.close()
-
-
 def said(conn, content, profile="default"):
+    as_tenant(conn, profile)
     return ledger.append_turn(
         conn, profile=profile, role="user", content=content, now=T0, gap_s=S.gap_s
     ).turn
@@ -146,7 +140,9 @@ def test_forget_that_retracts_what_matches_and_nothing_else(conn):
 def test_forget_never_reaches_another_profile(conn):
     act(conn, said(conn, "Remember that I like green tea.", profile="work"))
     act(conn, said(conn, "Forget that I like green tea.", profile="home"))
-    assert [i.label for i in items.list_items(conn, "work")] == ["I like green tea"]
+    assert [i.label for i in items.list_items(as_tenant(conn, "work"), "work")] == [
+        "I like green tea"
+    ]
 
 
 def test_a_piped_document_asks_nothing(conn):

@@ -10,8 +10,9 @@ from datetime import UTC, datetime
 import pytest
 
 from rheo_cli.memory.ledger import turns as ledger
-from rheo_cli.memory.store import db, migrations
+from rheo_cli.memory.store import db
 from rheo_cli.memory.store.errors import StoreError
+from rheo_cli.memory.store.sqlite import migrations
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -122,14 +123,14 @@ def test_paths_without_rheo_home_use_platform_data_dir(rheo, monkeypatch, tmp_pa
     assert out["config"] == str(tmp_path / "xdg" / "rheo" / "config.toml")
 
 
-def test_writer_waits_for_a_held_lock_instead_of_failing(tmp_path):
+def test_writer_waits_for_a_held_lock_instead_of_failing(conn):
     import threading
     import time
 
-    path = tmp_path / "busy.db"
-    holder = db.open_store(path)
-    holder.execute("BEGIN IMMEDIATE")
-    other = db.open_store(path)
+    holder = conn.store.open_again()  # another process's connection, on either store
+    held = holder.write()
+    held.__enter__()
+    other = conn
     done: list[float] = []
 
     def append() -> None:
@@ -141,7 +142,8 @@ def test_writer_waits_for_a_held_lock_instead_of_failing(tmp_path):
     thread.start()
     time.sleep(0.5)
     assert not done  # still waiting on the lock
-    holder.execute("COMMIT")
+    held.__exit__(None, None, None)
+    holder.close()
     thread.join(10)
     assert done and done[0] >= 0.4
     assert ledger.count_turns(other, "default") == 1

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import os
 import socket
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from rheo_cli.app import app as runtime
 from rheo_cli.memory.ledger import turns
 from rheo_cli.memory.store import db
 from rheo_cli.memory.store.db import write
+from rheo_cli.memory.store.errors import Unavailable
 from rheo_cli.repl.app import run_repl
 
 pytestmark = pytest.mark.skipif(
@@ -60,17 +60,20 @@ def test_a_terminated_connection_is_reopened_for_the_same_tenant(tagged):
     conn.set_tenant("other")
     turns.append_turn(conn, profile="other", role="user", content="theirs", now=T0, gap_s=60)
     conn.set_tenant("acme")
+    before = conn.execute("SELECT current_user").fetchone()[0]
     assert terminate(name) == 1
     # A read outside a transaction: reconnected and run again, nothing to report.
     assert [t.content for t in turns.recent_turns(conn, "acme")] == ["mine"]
-    row = conn.execute("SELECT current_setting('rheo.tenant'), current_user").fetchone()
-    assert tuple(row) == ("acme", "rheo_tenant")  # row-level security holds as before
+    row = conn.execute(
+        "SELECT current_setting('rheo.tenant'), current_user, current_setting('is_superuser')"
+    ).fetchone()
+    assert tuple(row) == ("acme", before, "off")  # the same role, held by row-level security
     assert conn.execute("SELECT count(*) FROM turns").fetchone()[0] == 1  # not "theirs"
     # A write whose BEGIN finds the connection gone: begun again on a new one.
     assert terminate(name) == 1
     turns.append_turn(conn, profile="acme", role="user", content="again", now=T0, gap_s=60)
     # Dropped inside a transaction: that write fails (nothing half-stored), the next works.
-    with pytest.raises(sqlite3.OperationalError), write(conn):
+    with pytest.raises(Unavailable), write(conn):
         conn.execute("SELECT 1")
         terminate(name)
         conn.execute("SELECT 1")

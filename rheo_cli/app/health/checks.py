@@ -4,24 +4,16 @@ the jobs' states and the queueing of missing digests."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ...memory.store import api
+from ...memory.store.errors import StoreError
 
-@dataclass
-class Check:
-    """One check's outcome: ``ok`` False is a problem; ``detail`` is one line."""
-
-    name: str
-    ok: bool
-    detail: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"name", "ok", "detail"}``."""
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+Check = api.Check
+"""One check's outcome: ``ok`` False is a problem; ``detail`` is one line."""
 
 
 @dataclass
@@ -61,7 +53,7 @@ def guarded(name: str, check: Callable[[], Check]) -> Check:
     damaged page): doctor lists every check either way, never stops at the first."""
     try:
         return check()
-    except (sqlite3.Error, MemoryError) as exc:
+    except (StoreError, MemoryError) as exc:
         return Check(name, False, f"cannot be read: {why(exc)}")
 
 

@@ -19,12 +19,12 @@ from .checks import Check
 @dataclass
 class Installation:
     """What the store's checks need from the installation: the session gap (seconds, from
-    config.toml, else the default 2 h), the person's own files (not made private) and the
-    PostgreSQL URL (``""``: the SQLite file)."""
+    config.toml, else the default 2 h), the person's own files (not made private) and where
+    the store is (``location``: a server's URL, else ``""``: the profile's SQLite file)."""
 
     gap_s: float = 2 * 3600.0
     own: frozenset[Path] = frozenset()
-    store_url: str = ""
+    location: str = ""
 
 
 def config_checks(paths: Paths, found: Installation) -> list[Check]:
@@ -59,16 +59,16 @@ def _assistants_check(cfg: Any) -> Check:
 
 def provider_check(profile: str, found: Installation) -> Check:
     """Whichever chat provider is configured or found is ready (no key's value is ever
-    shown); fills ``found``'s store URL from the App (``RHEO_DATABASE_URL`` alone when the
+    shown); fills ``found``'s store location from the App (``RHEO_DATABASE_URL`` alone when the
     App cannot be built: a broken config is reported by `config_checks`, and only
     Anthropic's key is looked for)."""
     from ...providers.anthropic_api import has_credentials
     from .. import app as app_mod
 
-    found.store_url = os.environ.get("RHEO_DATABASE_URL", "").strip()
+    found.location = os.environ.get("RHEO_DATABASE_URL", "").strip()
     try:
         with app_mod.build(profile=profile) as app:
-            found.store_url = app.store_url or ""
+            found.location = app.store_location
             guidance = app.provider_ready()
     except RheoError:
         ready = has_credentials()

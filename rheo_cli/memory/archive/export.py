@@ -5,14 +5,14 @@ snapshot. A re-export of an imported store is identical to the file it came from
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
+from ..store.api import Connection
 from .keys import FORMAT, keys_of
 
 
-def profiles(conn: sqlite3.Connection) -> list[str]:
+def profiles(conn: Connection) -> list[str]:
     """Every profile with something stored, sorted."""
     rows = conn.execute(
         "SELECT profile FROM sessions UNION SELECT profile FROM memory_items ORDER BY 1"
@@ -20,7 +20,7 @@ def profiles(conn: sqlite3.Connection) -> list[str]:
     return [r[0] for r in rows]
 
 
-def has_assistant_items(conn: sqlite3.Connection, names: list[str]) -> bool:
+def has_assistant_items(conn: Connection, names: list[str]) -> bool:
     """True when a profile of ``names`` holds a memory item of one assistant (not shared):
     its export then needs a reader that knows ``assistant`` (format version 3)."""
     return any(
@@ -40,12 +40,12 @@ def header(names: list[str], version: int = 1) -> dict[str, Any]:
 
 
 def export_records(
-    conn: sqlite3.Connection, names: list[str], version: int = 1
+    conn: Connection, names: list[str], version: int = 1
 ) -> Iterator[dict[str, Any]]:
     """The header (saying ``version``), then every record of the profiles ``names`` (see the
     module docstring).
 
-    Reads one snapshot: the caller should hold a read transaction (`snapshot`) so that
+    Reads one snapshot: the caller should hold a read transaction (`exchange.snapshot`) so that
     writes by another process do not mix into the export."""
     yield header(names, version)
     for profile in names:
@@ -56,7 +56,7 @@ def _ref(keys: dict[int, str], value: int | None) -> str | None:
     return keys.get(value) if value is not None else None
 
 
-def _export_profile(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str, Any]]:
+def _export_profile(conn: Connection, profile: str) -> Iterator[dict[str, Any]]:
     k = keys_of(conn, profile)
     for r in conn.execute("SELECT * FROM sessions WHERE profile = ? ORDER BY id", (profile,)):
         yield {
@@ -159,18 +159,3 @@ def _export_profile(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str
             "source_turn": _ref(k.turns, r["source_turn_id"]),
             "data": json.loads(r["data"] or "{}"),
         }
-
-
-class snapshot:  # noqa: N801 - used as a context manager, like `write`
-    """A read transaction: every query inside sees one consistent state of the database."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN")
-        self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.execute("ROLLBACK")

@@ -15,7 +15,6 @@ one transaction: an error leaves the store as it was.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any
 from .. import jobs
 from ..bulk import TurnIn, import_turns
 from ..ledger import sources
+from ..store.api import Connection
 from ..store.db import write
 from ..store.timeutil import to_stored
 from .keys import turn_base, turn_bases_at
@@ -106,7 +106,7 @@ class _Seen:
     purge erased."""
 
     def __init__(
-        self, conn: sqlite3.Connection, profile: str, parsed: Parsed, include_purged: bool
+        self, conn: Connection, profile: str, parsed: Parsed, include_purged: bool
     ) -> None:
         self.profile = profile
         messages = [m for c in parsed.conversations for m in c.messages]
@@ -166,7 +166,7 @@ def _rows(parsed: Parsed, seen: _Seen, summary: Summary) -> list[TurnIn]:
 
 
 def import_history(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     parsed: Parsed,
     *,
@@ -206,7 +206,7 @@ def import_history(
 
 
 def _queue_jobs(
-    conn: sqlite3.Connection, profile: str, first: int, last: int, now: str, summary: Summary
+    conn: Connection, profile: str, first: int, last: int, now: str, summary: Summary
 ) -> None:
     previous: tuple[int, str, int] | None = None
     sessions: list[int] = []

@@ -19,7 +19,6 @@ the caller includes purged records.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,8 +27,9 @@ from typing import Any
 from ..facts.scope import check_assistant
 from ..ledger import counters
 from ..store import crash
+from ..store.api import Connection, Cursor
 from ..store.db import write
-from ..store.errors import InvalidInput
+from ..store.errors import Integrity, InvalidInput
 from ..store.profiles import check_profile
 from ..store.timeutil import from_stored, to_stored
 from .keys import (
@@ -99,7 +99,7 @@ class _Profile:
     """One profile's side of an import: the stored rows by content key, what purges erased,
     and the file's own keys resolved to local ids."""
 
-    def __init__(self, conn: sqlite3.Connection, profile: str, include_purged: bool) -> None:
+    def __init__(self, conn: Connection, profile: str, include_purged: bool) -> None:
         keyed = keys_of(conn, profile)
         self.profile = profile
         self.stored: dict[str, int] = {
@@ -136,7 +136,7 @@ class _Profile:
 
 
 def import_records(
-    conn: sqlite3.Connection,
+    conn: Connection,
     records: Iterable[tuple[int, dict[str, Any]]],
     *,
     include_purged: bool = False,
@@ -174,7 +174,7 @@ def import_records(
             importer = _Importer(conn, p, rec, line, counts, links)
             try:
                 importer.run(kind, key)
-            except sqlite3.IntegrityError as exc:
+            except Integrity as exc:
                 raise InvalidInput(f"line {line}: the {kind} record was refused: {exc}") from None
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 raise InvalidInput(f"line {line}: malformed {kind} record ({exc})") from None
@@ -215,7 +215,7 @@ def _check_profile(name: str, line: int) -> None:
         raise InvalidInput(f"line {line}: {exc}") from None
 
 
-def _new_session(conn: sqlite3.Connection, p: _Profile, s: _Session, counts: ImportCounts) -> int:
+def _new_session(conn: Connection, p: _Profile, s: _Session, counts: ImportCounts) -> int:
     """Insert the file's session ``s`` (its key not stored) and return its id."""
     rec = s.rec
     _need(rec, s.line, "started_at", "last_turn_at", "turns")
@@ -234,7 +234,7 @@ def _file_session_key(p: _Profile, s: _Session) -> str:
     return session_base(p.profile, s.first, str(s.rec.get("started_at", "")))
 
 
-def _materialise(conn: sqlite3.Connection, p: _Profile, s: _Session, counts: ImportCounts) -> int:
+def _materialise(conn: Connection, p: _Profile, s: _Session, counts: ImportCounts) -> int:
     """The local id of session ``s`` for a record being written into it: the stored session
     of the same key, or a new one."""
     if s.id is None:
@@ -249,7 +249,7 @@ def _materialise(conn: sqlite3.Connection, p: _Profile, s: _Session, counts: Imp
     return s.id
 
 
-def _last_session(conn: sqlite3.Connection, p: _Profile, s: _Session, counts: ImportCounts) -> None:
+def _last_session(conn: Connection, p: _Profile, s: _Session, counts: ImportCounts) -> None:
     """A session of the file no written record needed: its turns were all left out as
     purged, or it holds none (then it is written unless stored or purged)."""
     if s.first is not None:
@@ -265,7 +265,7 @@ def _last_session(conn: sqlite3.Connection, p: _Profile, s: _Session, counts: Im
 
 
 def _link(
-    conn: sqlite3.Connection,
+    conn: Connection,
     p: _Profile,
     item_id: int,
     line: int,
@@ -299,7 +299,7 @@ class _Importer:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: Connection,
         p: _Profile,
         rec: dict[str, Any],
         line: int,
@@ -355,7 +355,7 @@ class _Importer:
         self.counts.purged += 1
         return True
 
-    def wrote(self, kind: str, key: str, content_key: str, cur: sqlite3.Cursor) -> int:
+    def wrote(self, kind: str, key: str, content_key: str, cur: Cursor) -> int:
         assert cur.lastrowid is not None
         new_id = int(cur.lastrowid)
         self.p.file[key] = new_id

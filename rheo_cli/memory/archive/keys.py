@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from ..store.api import Connection, Row
 
 FORMAT = "rheo-export"
 """The ``format`` of an export's header line: how a reader knows the file is rheo's."""
@@ -133,21 +134,21 @@ def digest_key(session_key: str) -> str:
     return "d" + session_key[1:]
 
 
-def _turn_base(r: sqlite3.Row) -> str:
+def _turn_base(r: Row) -> str:
     return turn_base(r)
 
 
-def _item_base(r: sqlite3.Row, *, legacy: bool = False) -> str:
+def _item_base(r: Row, *, legacy: bool = False) -> str:
     properties = r["properties"] if legacy else _canonical(r["properties"])
     return item_base(r, properties)
 
 
-def _event_base(item_key: str, r: sqlite3.Row, *, legacy: bool = False) -> str:
+def _event_base(item_key: str, r: Row, *, legacy: bool = False) -> str:
     data = r["data"] if legacy else _canonical(r["data"])
     return event_base(item_key, r, data)
 
 
-def keys_of(conn: sqlite3.Connection, profile: str) -> Keyed:
+def keys_of(conn: Connection, profile: str) -> Keyed:
     """The key of every stored row of ``profile`` (sessions, turns, digests, memory items,
     memory events), computed from content as the module docstring says, and the keys items
     and events had before JSON was canonical (``legacy``)."""
@@ -198,7 +199,7 @@ def _ranked(base: str, row_id: int, rivals: Iterable[tuple[int, str]]) -> str:
 
 
 def keys_for(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     *,
     turns: Iterable[int] = (),
@@ -310,7 +311,7 @@ def keys_for(
 _TURN_COLUMNS = "id, profile, session_id, ts, role, content, model, status"
 
 
-def turn_bases_at(conn: sqlite3.Connection, profile: str, times: Iterable[str]) -> Counter[str]:
+def turn_bases_at(conn: Connection, profile: str, times: Iterable[str]) -> Counter[str]:
     """How many stored turns of ``profile`` have each turn base key (`turn_base`), among the
     turns at these stored UTC ``times`` (the candidates an import compares by content)."""
     found: Counter[str] = Counter()

@@ -8,10 +8,11 @@ file does not silently bring purged text back."""
 from __future__ import annotations
 
 import json
-import sqlite3
+
+from ..store.api import Connection
 
 
-def purged_keys(conn: sqlite3.Connection, profile: str) -> set[str]:
+def purged_keys(conn: Connection, profile: str) -> set[str]:
     """Every content key the purges of ``profile`` erased (empty when none listed any)."""
     found: set[str] = set()
     for row in conn.execute("SELECT keys FROM purges WHERE profile = ?", (profile,)).fetchall():

@@ -17,7 +17,6 @@ decides which lines fit the token budget, and the message itself is never trimme
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
@@ -33,6 +32,8 @@ from ..retrieval.lines import (
     STABLE,
     Line,
 )
+from ..store.api import Connection
+from ..store.errors import DatabaseError
 from ..store.settings import Settings
 from ..text.tokens import estimate
 from . import budget as budgeting
@@ -136,7 +137,7 @@ PREAMBLES = {
 
 
 def assemble(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     message: str,
@@ -169,7 +170,7 @@ def assemble(
             session_id = active.id if active else None
         elif before_turn_id is None:
             get_session(conn, profile, session_id)
-    except (sqlite3.DatabaseError, MemoryError) as exc:
+    except (DatabaseError, MemoryError) as exc:
         if unreadable is None:
             raise
         unreadable[CURRENT_SESSION] = " ".join(str(exc).split())[:160]

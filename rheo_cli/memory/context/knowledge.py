@@ -3,11 +3,10 @@ Layer 3.5 — injected after memory, no decay), each with the document it comes 
 
 from __future__ import annotations
 
-import sqlite3
-
 from ..kb.search import search_chunks
 from ..retrieval.lines import Line
 from ..retrieval.query import Query
+from ..store.api import Connection
 from ..text.render import clip, entry
 
 MAX_PASSAGES = 6
@@ -20,7 +19,7 @@ MIN_RELATIVE_SCORE = 0.3
 """A passage scoring under this fraction of the best one's bm25 is left out."""
 
 
-def knowledge_lines(conn: sqlite3.Connection, profile: str, query: Query) -> list[Line]:
+def knowledge_lines(conn: Connection, profile: str, query: Query) -> list[Line]:
     """Candidate KNOWLEDGE lines for a message's ``query`` (its content words, stop words
     already dropped): ranked 1.0–1.9 (the scale of RELEVANT HISTORY hits), best bm25 match
     first, each prefixed ``[title › heading]``. Empty when nothing matches."""

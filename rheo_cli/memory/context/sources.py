@@ -6,7 +6,6 @@ stored text cannot forge a header, and each carries its source row and the turns
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import TypeVar
@@ -30,7 +29,8 @@ from ..retrieval.lines import (
 )
 from ..retrieval.query import Query, analyse
 from ..retrieval.relevance import COVERAGE_WEIGHT, Scorer
-from ..store.errors import EngineError, NotFound
+from ..store.api import Connection
+from ..store.errors import DatabaseError, EngineError, NotFound
 from ..store.settings import Settings
 from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
@@ -48,7 +48,7 @@ conversation last stood)."""
 
 
 def collect(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     message: str,
@@ -77,7 +77,7 @@ def collect(
         try:
             return read()
         except (
-            sqlite3.DatabaseError,
+            DatabaseError,
             MemoryError,
             EngineError,
             ValueError,
@@ -171,7 +171,7 @@ def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
 
 
 def session_lines(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     session_id: int,
     before_turn_id: int | None,
@@ -209,7 +209,7 @@ def session_lines(
 
 
 def previous_end_lines(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     session_id: int | None,
     tz: tzinfo | None,
@@ -290,7 +290,7 @@ def open_item_lines(
 
 
 def episodic_lines(
-    conn: sqlite3.Connection, profile: str, tz: tzinfo | None, settings: Settings, budget: int
+    conn: Connection, profile: str, tz: tzinfo | None, settings: Settings, budget: int
 ) -> list[Line]:
     """The last digests (Rheo article §04: five), newest first, each dated with its session's
     end."""
@@ -314,7 +314,7 @@ def episodic_lines(
 
 
 def memory_lines(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     active: list[item_store.MemoryItem],
     message: str,

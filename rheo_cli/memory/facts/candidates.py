@@ -7,15 +7,14 @@ assistant's own.
 
 from __future__ import annotations
 
-import sqlite3
-
+from ..store.api import Connection
 from ..store.errors import NotFound
 from .equivalence import content_key, equivalent, similar
 from .fact import Fact
 from .items import MemoryItem, row_to_item
 
 
-def owner_of_turn(conn: sqlite3.Connection, turn_id: int) -> str:
+def owner_of_turn(conn: Connection, turn_id: int) -> str:
     """The profile of ledger turn ``turn_id``; raises NotFound."""
     row = conn.execute("SELECT profile FROM turns WHERE id = ?", (turn_id,)).fetchone()
     if row is None:
@@ -23,7 +22,7 @@ def owner_of_turn(conn: sqlite3.Connection, turn_id: int) -> str:
     return str(row[0])
 
 
-def active_item(conn: sqlite3.Connection, profile: str, item_id: int) -> MemoryItem | None:
+def active_item(conn: Connection, profile: str, item_id: int) -> MemoryItem | None:
     """Item ``item_id`` when it is an active item of ``profile``, else None."""
     row = conn.execute(
         "SELECT * FROM memory_items WHERE id = ? AND profile = ? AND status = 'active'",
@@ -32,9 +31,7 @@ def active_item(conn: sqlite3.Connection, profile: str, item_id: int) -> MemoryI
     return None if row is None else row_to_item(row)
 
 
-def on_topic(
-    conn: sqlite3.Connection, profile: str, topic: str, assistant: str | None
-) -> list[MemoryItem]:
+def on_topic(conn: Connection, profile: str, topic: str, assistant: str | None) -> list[MemoryItem]:
     """Active items of one scope (``assistant``; None: shared) on ``topic``, newest first."""
     return [
         row_to_item(r)
@@ -48,7 +45,7 @@ def on_topic(
 
 
 def same_content(
-    conn: sqlite3.Connection, profile: str, fact: Fact, assistant: str | None
+    conn: Connection, profile: str, fact: Fact, assistant: str | None
 ) -> list[MemoryItem]:
     """Active items of the scope whose content is the same fact as ``fact`` (by the strict
     rule, `equivalent`) whatever their topic, oldest first; candidates are found by the
@@ -62,7 +59,7 @@ def same_content(
     return [o for o in found if equivalent(o.label, o.properties, fact.label, fact.properties)]
 
 
-def retracted_like(conn: sqlite3.Connection, profile: str, fact: Fact) -> MemoryItem | None:
+def retracted_like(conn: Connection, profile: str, fact: Fact) -> MemoryItem | None:
     """A fact of ``profile`` the person retracted that ``fact`` resembles (`similar`), whatever
     its topic or scope, or None."""
     for row in conn.execute(

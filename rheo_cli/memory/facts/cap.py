@@ -3,16 +3,16 @@ least-reinforced unpinned ones are evicted — a status, not a deletion, with an
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 
+from ..store.api import Connection
 from ..store.settings import Settings
 from . import events
 from .items import list_items
 
 
 def enforce_cap(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     assistant: str | None,
     ts: str,

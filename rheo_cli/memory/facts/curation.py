@@ -5,10 +5,10 @@ conflicts, and the versions of a fact. Each change is an event; nothing is delet
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 
+from ..store.api import Connection
 from ..store.db import write
 from ..store.errors import InvalidInput
 from ..store.timeutil import to_stored
@@ -17,7 +17,7 @@ from .items import MemoryItem, get_item, list_items, row_to_item
 
 
 def _set_state(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     item_id: int,
     now: datetime,
@@ -45,7 +45,7 @@ def _set_state(
 
 
 def pin(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     item_id: int,
     now: datetime,
@@ -70,7 +70,7 @@ def pin(
 
 
 def unpin(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     item_id: int,
     now: datetime,
@@ -96,7 +96,7 @@ STATUS_ANY = ("active", "superseded", "evicted", "retracted", "done")
 
 
 def forget(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     item_id: int,
     now: datetime,
@@ -139,7 +139,7 @@ def forget(
 
 
 def mark_done(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     item_id: int,
     now: datetime,
@@ -160,7 +160,7 @@ def mark_done(
     )
 
 
-def conflicts(conn: sqlite3.Connection, profile: str) -> list[tuple[MemoryItem, MemoryItem]]:
+def conflicts(conn: Connection, profile: str) -> list[tuple[MemoryItem, MemoryItem]]:
     """Flagged pairs ``(newer, older)``: both confident facts on one topic, awaiting review."""
     pairs = []
     for item in list_items(conn, profile, statuses=("active",), all_assistants=True):
@@ -171,7 +171,7 @@ def conflicts(conn: sqlite3.Connection, profile: str) -> list[tuple[MemoryItem, 
     return pairs
 
 
-def resolve(conn: sqlite3.Connection, profile: str, item_id: int, now: datetime) -> MemoryItem:
+def resolve(conn: Connection, profile: str, item_id: int, now: datetime) -> MemoryItem:
     """Resolve a flagged pair by keeping ``item_id``: it becomes (or stays) the active fact,
     the other is superseded by it; both get a ``resolved`` event. Raises InvalidInput when the
     item is in no flagged pair."""
@@ -217,7 +217,7 @@ def resolve(conn: sqlite3.Connection, profile: str, item_id: int, now: datetime)
         return get_item(conn, profile, chosen.id)
 
 
-def supersede_chain(conn: sqlite3.Connection, profile: str, item_id: int) -> list[MemoryItem]:
+def supersede_chain(conn: Connection, profile: str, item_id: int) -> list[MemoryItem]:
     """Every version of the fact ``item_id`` belongs to, oldest first: earlier items that
     point to it through ``superseded_by`` and later ones it points to."""
     item = get_item(conn, profile, item_id)
@@ -243,7 +243,7 @@ def supersede_chain(conn: sqlite3.Connection, profile: str, item_id: int) -> lis
     return sorted(older, key=lambda i: i.id) + [item] + newer
 
 
-CHANGES: dict[str, Callable[[sqlite3.Connection, str, int, datetime], MemoryItem]] = {
+CHANGES: dict[str, Callable[[Connection, str, int, datetime], MemoryItem]] = {
     "pin": pin,
     "unpin": unpin,
     "forget": forget,

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from ..store.api import Connection
 from . import hotcache
 
 EVENT_KINDS = (
@@ -52,7 +52,7 @@ class Event:
 
 
 def append(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     item_id: int,
     profile: str,
@@ -84,7 +84,7 @@ def append(
 
 
 def pinned_on_request(
-    conn: sqlite3.Connection, *, item_id: int, profile: str, ts: str, source_turn_id: int | None
+    conn: Connection, *, item_id: int, profile: str, ts: str, source_turn_id: int | None
 ) -> int:
     """Append the ``pinned`` event of an item pinned because the person asked to always
     remember it (with the fact written or said again); returns its id."""
@@ -99,7 +99,7 @@ def pinned_on_request(
     )
 
 
-def history(conn: sqlite3.Connection, profile: str, item_id: int) -> list[Event]:
+def history(conn: Connection, profile: str, item_id: int) -> list[Event]:
     """Every event of an item, oldest first."""
     rows = conn.execute(
         "SELECT * FROM memory_events WHERE item_id = ? AND profile = ? ORDER BY id",

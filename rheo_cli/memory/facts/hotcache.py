@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import sqlite3
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from ..store.api import Connection
 from .items import MemoryItem, list_items
 
 SHARED = "_shared"
@@ -67,7 +67,7 @@ def installed() -> HotCache | None:
     return _installed
 
 
-def generation(conn: sqlite3.Connection, profile: str) -> str:
+def generation(conn: Connection, profile: str) -> str:
     """The tenant's memory generation: ``"<epoch>:<counter>"``, where the counter goes up with
     every change to one of its memory items and the epoch is random per store and tenant
     (``"none"`` for a tenant whose memory never changed). One primary-key lookup."""
@@ -124,7 +124,7 @@ def as_items(rows: object, tenant: str) -> list[MemoryItem]:
 
 
 def active_items(
-    conn: sqlite3.Connection, profile: str, *, assistant: str | None = None
+    conn: Connection, profile: str, *, assistant: str | None = None
 ) -> list[MemoryItem]:
     """The active memory items ``assistant`` sees in ``profile`` (None: the shared ones), from
     the hot cache when it holds them at the store's current `generation` (key

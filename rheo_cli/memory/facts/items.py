@@ -8,14 +8,12 @@ change is an event in ``memory_events``. The write path is `remember`; this modu
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from .. import pgsearch
+from ..store.api import Connection, Row
 from ..store.errors import NotFound
-from ..store.pg import dialect
 from ..store.settings import Settings
 from ..store.timeutil import from_stored
 from ..text import fts
@@ -102,7 +100,7 @@ def _prop(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def row_to_item(row: sqlite3.Row) -> MemoryItem:
+def row_to_item(row: Row) -> MemoryItem:
     """Build a MemoryItem from a ``memory_items`` row."""
     try:
         props = json.loads(row["properties"])
@@ -131,7 +129,7 @@ def row_to_item(row: sqlite3.Row) -> MemoryItem:
     )
 
 
-def get_item(conn: sqlite3.Connection, profile: str, item_id: int) -> MemoryItem:
+def get_item(conn: Connection, profile: str, item_id: int) -> MemoryItem:
     """Item ``item_id`` of ``profile``; raises NotFound otherwise."""
     row = conn.execute(
         "SELECT * FROM memory_items WHERE id = ? AND profile = ?", (item_id, profile)
@@ -142,7 +140,7 @@ def get_item(conn: sqlite3.Connection, profile: str, item_id: int) -> MemoryItem
 
 
 def list_items(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     *,
     statuses: tuple[str, ...] | None = ("active",),
@@ -180,7 +178,7 @@ def list_items(
 
 
 def search_items(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     query: str,
     *,
@@ -193,32 +191,15 @@ def search_items(
     """FTS5 search over item topic, label and properties: ``[(item, bm25)]``, best first.
 
     Scoped like `list_items` (``assistant``, ``all_assistants``)."""
-    expr = fts.match_any(query) if any_term else fts.match_all(query)
-    if expr is None:
+    terms = fts.terms(query)
+    if not terms:
         return []
-    if dialect(conn) == "postgres":
-        rows = pgsearch.search_items(
-            conn,
-            profile,
-            fts.terms(query),
-            any_term=any_term,
-            statuses=statuses,
-            limit=limit,
-            view=("", []) if all_assistants else view_clause(assistant),
-        )
-        return [(row_to_item(r), float(r["score"])) for r in rows]
-    sql = (
-        "SELECT m.*, f.rank AS score FROM memory_items_fts f "
-        "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? AND m.profile = ?"
+    rows = conn.store.search_items(
+        profile,
+        terms,
+        any_term=any_term,
+        statuses=statuses,
+        limit=limit,
+        view=("", []) if all_assistants else view_clause(assistant),
     )
-    args: list[Any] = [expr, profile]
-    if statuses is not None:
-        sql += f" AND m.status IN ({','.join('?' * len(statuses))})"
-        args.extend(statuses)
-    if not all_assistants:
-        clause, extra = view_clause(assistant)
-        sql += clause
-        args.extend(extra)
-    sql += " ORDER BY f.rank LIMIT ?"
-    args.append(limit)
-    return [(row_to_item(r), float(r["score"])) for r in conn.execute(sql, args).fetchall()]
+    return [(row_to_item(r), float(r["score"])) for r in rows]

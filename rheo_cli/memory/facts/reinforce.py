@@ -4,8 +4,7 @@ the new wording is kept in the reinforcement's event. One turn counts once."""
 
 from __future__ import annotations
 
-import sqlite3
-
+from ..store.api import Connection
 from ..store.settings import Settings
 from . import events
 from .candidates import on_topic, same_content
@@ -15,7 +14,7 @@ from .items import MemoryItem, get_item
 
 
 def same_as(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     fact: Fact,
     active: list[MemoryItem],
@@ -47,7 +46,7 @@ def same_as(
 
 
 def repeat(
-    conn: sqlite3.Connection,
+    conn: Connection,
     old: MemoryItem,
     fact: Fact,
     ts: str,
@@ -66,7 +65,7 @@ def repeat(
 
 
 def reinforce(
-    conn: sqlite3.Connection,
+    conn: Connection,
     item: MemoryItem,
     fact: Fact,
     ts: str,
@@ -105,7 +104,7 @@ def reinforce(
     return get_item(conn, item.profile, item.id)
 
 
-def mentioned_in(conn: sqlite3.Connection, item_id: int, turn_id: int) -> bool:
+def mentioned_in(conn: Connection, item_id: int, turn_id: int) -> bool:
     """Whether ``turn_id`` already created or reinforced item ``item_id``."""
     row = conn.execute(
         "SELECT 1 FROM memory_events WHERE item_id = ? AND source_turn_id = ? "
@@ -115,7 +114,7 @@ def mentioned_in(conn: sqlite3.Connection, item_id: int, turn_id: int) -> bool:
     return row is not None
 
 
-def writes_from_turn(conn: sqlite3.Connection, turn_id: int) -> int:
+def writes_from_turn(conn: Connection, turn_id: int) -> int:
     """How many facts turn ``turn_id`` has created or reinforced so far."""
     row = conn.execute(
         "SELECT count(*) FROM memory_events WHERE source_turn_id = ? "

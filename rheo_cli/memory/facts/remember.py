@@ -32,11 +32,10 @@ compared with), `reinforce`, `supersede` (changes, conflicts, pins, done) and `c
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import replace
 from datetime import datetime
 
-from ..store import health
+from ..store.api import Connection
 from ..store.db import write
 from ..store.errors import InvalidInput
 from ..store.settings import Settings
@@ -56,7 +55,7 @@ __all__ = ["RELATIONS", "Fact", "Outcome", "Relation", "check_fact", "remember"]
 
 
 def remember(
-    conn: sqlite3.Connection,
+    conn: Connection,
     fact: Fact,
     *,
     source: str,
@@ -162,7 +161,7 @@ def remember(
 
 
 def _owner(
-    conn: sqlite3.Connection,
+    conn: Connection,
     source_turn_id: int | None,
     profile: str | None,
     assistant: str | None,
@@ -186,7 +185,7 @@ def _owner(
 
 
 def _target(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     fact: Fact,
     target_id: int | None,
@@ -239,7 +238,7 @@ def _confidence(fact: Fact, settings: Settings) -> float:
 
 
 def _create(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     fact: Fact,
     ts: str,
@@ -251,9 +250,8 @@ def _create(
     """Insert ``fact`` as a new active item of ``profile`` and ``assistant`` with its
     ``created`` event (and ``pinned`` when it is pinned); returns the item."""
     confidence = _confidence(fact, settings)
-    cur = health.execute_indexed(
-        conn,
-        ["memory_items_fts"],
+    cur = conn.store.execute_indexed(
+        "memory_items",
         "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
         "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
         "reinforced_at, status, due_at, assistant) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, "

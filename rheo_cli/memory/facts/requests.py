@@ -16,11 +16,11 @@ nothing. The extractor may later refine it through the normal path (reinforce or
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from ..store.api import Connection
 from ..store.errors import EngineError
 from ..store.settings import Settings
 from . import curation
@@ -257,7 +257,7 @@ def _fact_for(request: Request) -> Fact:
 
 
 def honour(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     turn_id: int,

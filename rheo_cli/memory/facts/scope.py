@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from typing import Any
 
+from ..store.api import Connection
 from ..store.errors import InvalidInput
 
 SHARED = "shared"
@@ -47,7 +47,7 @@ def assistant_in(meta: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and _NAME.fullmatch(name) else None
 
 
-def assistant_of_turn(conn: sqlite3.Connection, turn_id: int) -> str | None:
+def assistant_of_turn(conn: Connection, turn_id: int) -> str | None:
     """The assistant ledger turn ``turn_id`` was with (None when none, or no such turn)."""
     row = conn.execute("SELECT meta FROM turns WHERE id = ?", (turn_id,)).fetchone()
     if row is None or not row[0]:

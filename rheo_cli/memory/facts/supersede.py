@@ -5,9 +5,9 @@ cancels is marked done rather than replaced."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 
+from ..store.api import Connection
 from ..store.settings import Settings
 from . import events
 from .equivalence import closes
@@ -63,7 +63,7 @@ def closing(active: list[MemoryItem], fact: Fact, relation: Relation | None) -> 
 
 
 def close(
-    conn: sqlite3.Connection,
+    conn: Connection,
     item: MemoryItem,
     fact: Fact,
     ts: str,
@@ -86,7 +86,7 @@ def close(
 
 
 def supersede_all(
-    conn: sqlite3.Connection,
+    conn: Connection,
     active: list[MemoryItem],
     new: MemoryItem,
     *,
@@ -122,7 +122,7 @@ def supersede_all(
 
 
 def _supersede(
-    conn: sqlite3.Connection,
+    conn: Connection,
     old: MemoryItem,
     new: MemoryItem,
     ts: str,

@@ -8,12 +8,11 @@ chunks replace the old ones in search, while the old version stays, marked ``rep
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from ..store import health
+from ..store.api import Connection, Row
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
 from ..store.timeutil import to_stored
@@ -51,7 +50,7 @@ class Added:
     previous: Document | None = None
 
 
-def _row(row: sqlite3.Row) -> Document:
+def _row(row: Row) -> Document:
     keys = row.keys()
     return Document(
         id=row["id"],
@@ -84,7 +83,7 @@ def _title(source: str, chunks: list[Chunk], text: str) -> str:
 
 
 def add_document(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     source: str,
     text: str,
@@ -133,9 +132,8 @@ def add_document(
             "chars) VALUES (?, ?, ?, ?, ?, 'active', ?, ?) RETURNING id",
             (profile, source, _title(source, chunks, text), digest, version, stamp, len(text)),
         ).fetchone()[0]
-        health.execute_indexed(
-            conn,
-            ["kb_chunks_fts"],
+        conn.store.execute_indexed(
+            "kb_chunks",
             "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
             "VALUES (?, ?, ?, ?, ?)",
             [(doc_id, profile, n, c.heading, c.content) for n, c in enumerate(chunks)],
@@ -152,9 +150,7 @@ def add_document(
     return Added("replaced", document, previous)
 
 
-def list_documents(
-    conn: sqlite3.Connection, profile: str, *, all_versions: bool = False
-) -> list[Document]:
+def list_documents(conn: Connection, profile: str, *, all_versions: bool = False) -> list[Document]:
     """The active documents of ``profile`` by source (``all_versions``: every version, also
     replaced and removed ones, newest version first within a source)."""
     where = "d.profile = ?" + ("" if all_versions else " AND d.status = 'active'")
@@ -164,7 +160,7 @@ def list_documents(
     return [_row(r) for r in rows]
 
 
-def get_document(conn: sqlite3.Connection, profile: str, document_id: int) -> Document:
+def get_document(conn: Connection, profile: str, document_id: int) -> Document:
     """One document version of ``profile``. Raises NotFound (also for another profile's id)."""
     row = conn.execute(
         f"{_SELECT} WHERE d.id = ? AND d.profile = ?", (document_id, profile)
@@ -174,7 +170,7 @@ def get_document(conn: sqlite3.Connection, profile: str, document_id: int) -> Do
     return _row(row)
 
 
-def find_document(conn: sqlite3.Connection, profile: str, ref: str) -> Document:
+def find_document(conn: Connection, profile: str, ref: str) -> Document:
     """The active document named by ``ref``: an id (``12`` or ``#12``) or a source.
     Raises NotFound."""
     digits = ref.strip().lstrip("#")
@@ -189,7 +185,7 @@ def find_document(conn: sqlite3.Connection, profile: str, ref: str) -> Document:
     return _row(row)
 
 
-def document_chunks(conn: sqlite3.Connection, profile: str, document_id: int) -> list[Chunk]:
+def document_chunks(conn: Connection, profile: str, document_id: int) -> list[Chunk]:
     """The chunks of one document version, in order. Raises NotFound."""
     get_document(conn, profile, document_id)
     rows = conn.execute(
@@ -200,9 +196,7 @@ def document_chunks(conn: sqlite3.Connection, profile: str, document_id: int) ->
     return [Chunk(r["heading"], r["content"]) for r in rows]
 
 
-def remove_document(
-    conn: sqlite3.Connection, profile: str, document_id: int, now: datetime
-) -> Document:
+def remove_document(conn: Connection, profile: str, document_id: int, now: datetime) -> Document:
     """Stop using a document: its active version is marked ``removed`` (kept, no longer
     searched or injected). Raises NotFound, or InvalidInput for a version that is not active."""
     with write(conn):

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ..store.api import Connection
 from ..store.errors import InvalidInput
 from ..store.timeutil import from_stored, to_stored
 
@@ -44,7 +44,7 @@ def chunk_key(doc_key: str, ordinal: int) -> str:
     return "c" + _hash(doc_key, ordinal)
 
 
-def has_documents(conn: sqlite3.Connection, profiles: list[str]) -> bool:
+def has_documents(conn: Connection, profiles: list[str]) -> bool:
     """True when any of ``profiles`` has a knowledge document (any version)."""
     return any(
         conn.execute("SELECT 1 FROM kb_documents WHERE profile = ? LIMIT 1", (p,)).fetchone()
@@ -52,7 +52,7 @@ def has_documents(conn: sqlite3.Connection, profiles: list[str]) -> bool:
     )
 
 
-def keys(conn: sqlite3.Connection, profile: str) -> dict[str, int]:
+def keys(conn: Connection, profile: str) -> dict[str, int]:
     """Every stored document and chunk key of ``profile`` -> its row id."""
     out: dict[str, int] = {}
     docs: dict[int, str] = {}
@@ -72,7 +72,7 @@ def keys(conn: sqlite3.Connection, profile: str) -> dict[str, int]:
     return out
 
 
-def export_records(conn: sqlite3.Connection, profile: str) -> Iterator[dict[str, Any]]:
+def export_records(conn: Connection, profile: str) -> Iterator[dict[str, Any]]:
     """``profile``'s knowledge base as records: each document version (oldest first), then
     its chunks in order. Read inside the caller's snapshot."""
     docs = conn.execute(
@@ -144,7 +144,7 @@ def _int(rec: dict[str, Any], line: int, name: str, low: int) -> int:
 
 
 def import_records(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     records: Iterable[tuple[int, dict[str, Any]]],
     *,

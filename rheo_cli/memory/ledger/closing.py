@@ -9,9 +9,9 @@ when something is found, at most once per session.
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime, timedelta
 
+from ..store.api import Connection
 from ..store.db import write
 from ..store.timeutil import to_stored
 
@@ -38,7 +38,7 @@ last turn lies is closed (now minus the gap)."""
 
 
 def closed_without_digest(
-    conn: sqlite3.Connection, *, profile: str, now: datetime, gap_s: float
+    conn: Connection, *, profile: str, now: datetime, gap_s: float
 ) -> list[int]:
     """Ids of the profile's newest sessions (`RECENT_SESSIONS`) that are closed at ``now``
     (aware) — last turn more than ``gap_s`` seconds earlier — with no digest and no digest job,
@@ -50,7 +50,7 @@ def closed_without_digest(
 
 
 def queue_closed_sessions(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     now: datetime,
@@ -60,36 +60,29 @@ def queue_closed_sessions(
     """Queue a digest job for each session `closed_without_digest` finds; returns the ids of
     the sessions newly queued (idempotent: a second call returns ``[]``).
 
-    ``wait_s`` bounds the wait for the write lock (None: the connection's own timeout).
-    Raises sqlite3.OperationalError when the lock stays taken or the file is read-only; callers
-    that queue opportunistically ignore it (the next run queues them).
+    ``wait_s`` bounds the wait for the write lock, one try (None: the store's own bounded
+    wait, `api.BUSY_TIMEOUT_S`), on both stores. Raises Busy when the lock stays taken, and
+    another StoreError when the store cannot be written (a read-only file); callers that
+    queue opportunistically ignore it (the next run queues them).
     """
     found = closed_without_digest(conn, profile=profile, now=now, gap_s=gap_s)
     if not found:
         return []
     ts = to_stored(now)
-    previous = None
-    if wait_s is not None:
-        previous = conn.execute("PRAGMA busy_timeout").fetchone()[0]
-        conn.execute(f"PRAGMA busy_timeout = {int(wait_s * 1000)}")
-    try:
-        queued = []
-        with write(conn, attempts=1):
-            for session_id in found:
-                cur = conn.execute(
-                    "INSERT OR IGNORE INTO jobs(profile, kind, ref_id, created_at, updated_at) "
-                    "VALUES (?, 'digest', ?, ?, ?)",
-                    (profile, session_id, ts, ts),
-                )
-                if cur.rowcount == 1:
-                    queued.append(session_id)
-        return queued
-    finally:
-        if previous is not None:
-            conn.execute(f"PRAGMA busy_timeout = {int(previous)}")
+    queued = []
+    with write(conn, attempts=1, wait_s=wait_s):
+        for session_id in found:
+            cur = conn.execute(
+                "INSERT INTO jobs(profile, kind, ref_id, created_at, updated_at) "
+                "VALUES (?, 'digest', ?, ?, ?) ON CONFLICT DO NOTHING",
+                (profile, session_id, ts, ts),
+            )
+            if cur.rowcount == 1:
+                queued.append(session_id)
+    return queued
 
 
-def profiles_with_sessions(conn: sqlite3.Connection) -> list[str]:
+def profiles_with_sessions(conn: Connection) -> list[str]:
     """Every profile that has at least one session (for the worker, which serves them all):
     one index seek per profile, however many sessions there are."""
     rows = conn.execute(

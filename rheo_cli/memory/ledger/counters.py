@@ -5,9 +5,9 @@ read, so they must agree with the turns themselves."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
+from ..store.api import Connection
 from ..store.db import write
 
 
@@ -20,7 +20,7 @@ def _spans(profile: str | None) -> tuple[str, list[str]]:
     return sql, [profile] if profile is not None else []
 
 
-def stale_sessions(conn: sqlite3.Connection, profile: str | None = None) -> list[int]:
+def stale_sessions(conn: Connection, profile: str | None = None) -> list[int]:
     """Ids of the sessions (of ``profile``; of every profile when None) whose counters
     disagree with their turns: ``turns`` is not how many it holds, or a turn is dated before
     ``started_at`` or after ``last_turn_at``. Reads every turn of the profile once."""
@@ -35,9 +35,7 @@ def stale_sessions(conn: sqlite3.Connection, profile: str | None = None) -> list
     return [int(r[0]) for r in rows]
 
 
-def recount(
-    conn: sqlite3.Connection, session_ids: Iterable[int], profile: str | None = None
-) -> None:
+def recount(conn: Connection, session_ids: Iterable[int], profile: str | None = None) -> None:
     """Set each session's ``turns`` to how many turns it holds and its span to its first and
     last turn's times (kept as they are for a session with none). Runs inside the caller's
     write transaction; ``profile`` (when given) bounds the rows touched."""
@@ -55,7 +53,7 @@ def recount(
         )
 
 
-def repair(conn: sqlite3.Connection, profile: str | None = None) -> list[int]:
+def repair(conn: Connection, profile: str | None = None) -> list[int]:
     """Recount every session whose counters disagree with its turns (`stale_sessions`), in
     one write transaction; returns their ids. No turn changes."""
     with write(conn):

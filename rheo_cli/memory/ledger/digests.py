@@ -4,12 +4,11 @@ sessions."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from ..store import health
+from ..store.api import Connection, Row
 from ..store.db import write
 from ..store.errors import NotFound
 from ..text.safety import mask, mask_value
@@ -97,7 +96,7 @@ def _list(text: str) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def row_to_digest(row: sqlite3.Row) -> Digest:
+def row_to_digest(row: Row) -> Digest:
     """Build a Digest from a ``digests`` row."""
     return Digest(
         id=row["id"],
@@ -115,7 +114,7 @@ def row_to_digest(row: sqlite3.Row) -> Digest:
     )
 
 
-def recent_digests(conn: sqlite3.Connection, profile: str, limit: int = 5) -> list[Digest]:
+def recent_digests(conn: Connection, profile: str, limit: int = 5) -> list[Digest]:
     """The profile's last ``limit`` digests by session end, newest first."""
     rows = conn.execute(
         "SELECT * FROM digests WHERE profile = ? ORDER BY ended_at DESC, id DESC LIMIT ?",
@@ -124,7 +123,7 @@ def recent_digests(conn: sqlite3.Connection, profile: str, limit: int = 5) -> li
     return [row_to_digest(r) for r in rows]
 
 
-def has_digest(conn: sqlite3.Connection, profile: str, session_id: int) -> bool:
+def has_digest(conn: Connection, profile: str, session_id: int) -> bool:
     """Whether session ``session_id`` of ``profile`` has its digest."""
     row = conn.execute(
         "SELECT 1 FROM digests WHERE session_id = ? AND profile = ?", (session_id, profile)
@@ -132,7 +131,7 @@ def has_digest(conn: sqlite3.Connection, profile: str, session_id: int) -> bool:
     return row is not None
 
 
-def get_digest(conn: sqlite3.Connection, profile: str, digest_id: int) -> Digest:
+def get_digest(conn: Connection, profile: str, digest_id: int) -> Digest:
     """Digest ``digest_id`` of ``profile``; raises NotFound otherwise."""
     row = conn.execute(
         "SELECT * FROM digests WHERE id = ? AND profile = ?", (digest_id, profile)
@@ -143,7 +142,7 @@ def get_digest(conn: sqlite3.Connection, profile: str, digest_id: int) -> Digest
 
 
 def store_digest(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     session_id: int,
@@ -157,7 +156,7 @@ def store_digest(
 ) -> Digest:
     """Store the digest of a session, dated with the session's first and last turn.
 
-    One digest per session (a second raises sqlite3.IntegrityError); digests, like turns,
+    One digest per session (a second raises Integrity); digests, like turns,
     are append-only. Raises NotFound when the session is not the profile's.
     """
     with write(conn):
@@ -167,9 +166,8 @@ def store_digest(
         ).fetchone()
         if row is None:
             raise NotFound(f"no session #{session_id} in profile {profile!r}")
-        cur = health.execute_indexed(
-            conn,
-            ["digests_fts"],
+        cur = conn.store.execute_indexed(
+            "digests",
             "INSERT INTO digests(profile, session_id, started_at, ended_at, narrative, facts, "
             "procedures, decisions, source_turn_ids, model, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -191,6 +189,6 @@ def store_digest(
         return get_digest(conn, profile, cur.lastrowid)
 
 
-def list_digests(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Digest]:
+def list_digests(conn: Connection, profile: str, *, limit: int = 20) -> list[Digest]:
     """The profile's digests, newest session first."""
     return recent_digests(conn, profile, limit)

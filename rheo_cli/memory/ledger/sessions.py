@@ -7,11 +7,11 @@ previous session, however recently it was imported."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ..store.api import Connection, Row
 from ..store.errors import NotFound
 from ..store.timeutil import from_stored, to_stored
 
@@ -44,7 +44,7 @@ class Session:
         }
 
 
-def _row(row: sqlite3.Row) -> Session:
+def _row(row: Row) -> Session:
     return Session(
         id=row["id"],
         profile=row["profile"],
@@ -60,14 +60,14 @@ OWN_TURNS = "source_key IS NULL"
 migration m008) is the past of another tool and never the current or previous session."""
 
 
-def _session_of(conn: sqlite3.Connection, row: Any) -> Session | None:
+def _session_of(conn: Connection, row: Any) -> Session | None:
     if row is None:
         return None
     found = conn.execute("SELECT * FROM sessions WHERE id = ?", (row[0],)).fetchone()
     return _row(found) if found else None
 
 
-def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
+def latest_session(conn: Connection, profile: str) -> Session | None:
     """The profile's most recent session in time — the one holding its latest turn (by
     ``ts``, then id) — or None if it has none. Sessions of imported history are left out."""
     row = conn.execute(
@@ -79,7 +79,7 @@ def latest_session(conn: sqlite3.Connection, profile: str) -> Session | None:
 
 
 def session_near(
-    conn: sqlite3.Connection, profile: str, ts: str, *, imported: bool = False
+    conn: Connection, profile: str, ts: str, *, imported: bool = False
 ) -> Session | None:
     """The session a turn at stored UTC time ``ts`` would continue: the one holding the
     profile's latest turn at or before ``ts`` (by time, then id), else its earliest turn after
@@ -100,9 +100,7 @@ def session_near(
     return _session_of(conn, row)
 
 
-def previous_session(
-    conn: sqlite3.Connection, profile: str, before_id: int | None
-) -> Session | None:
+def previous_session(conn: Connection, profile: str, before_id: int | None) -> Session | None:
     """The profile's session just before session ``before_id`` in time (the one holding the
     latest turn, other than that session's, at or before its start; its latest session when
     None). Sessions of imported history are never the previous session."""
@@ -137,9 +135,7 @@ def within_gap(started_at: str, last_turn_at: str, now: datetime, gap_s: float) 
     return after_last <= gap_s and before_first <= gap_s
 
 
-def active_session(
-    conn: sqlite3.Connection, profile: str, now: datetime, gap_s: float
-) -> Session | None:
+def active_session(conn: Connection, profile: str, now: datetime, gap_s: float) -> Session | None:
     """The session a turn at ``now`` would join (`session_near`, if still open), or None if
     it would open a new one."""
     near = session_near(conn, profile, to_stored(now))
@@ -148,7 +144,7 @@ def active_session(
     return None
 
 
-def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Session:
+def get_session(conn: Connection, profile: str, session_id: int) -> Session:
     """Session ``session_id`` (the store's id) of ``profile``; raises NotFound otherwise."""
     row = conn.execute(
         "SELECT * FROM sessions WHERE id = ? AND profile = ?", (session_id, profile)
@@ -158,7 +154,7 @@ def get_session(conn: sqlite3.Connection, profile: str, session_id: int) -> Sess
     return _row(row)
 
 
-def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Session:
+def session_by_number(conn: Connection, profile: str, number: int) -> Session:
     """The profile's session shown as ``s<number>``; raises NotFound when there is none (never
     existed, or was purged)."""
     row = conn.execute(
@@ -169,13 +165,13 @@ def session_by_number(conn: sqlite3.Connection, profile: str, number: int) -> Se
     return _row(row)
 
 
-def session_numbers(conn: sqlite3.Connection, profile: str) -> dict[int, int]:
+def session_numbers(conn: Connection, profile: str) -> dict[int, int]:
     """``{session id: number shown to the person}`` for every session of ``profile``."""
     rows = conn.execute("SELECT id, number FROM sessions WHERE profile = ?", (profile,)).fetchall()
     return {r["id"]: r["number"] for r in rows}
 
 
-def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) -> list[Session]:
+def list_sessions(conn: Connection, profile: str, *, limit: int = 20) -> list[Session]:
     """The profile's last ``limit`` sessions, newest first (by their last turn's time, then
     id: imported past conversations sort by their own dates), with their numbers."""
     rows = conn.execute(
@@ -186,7 +182,7 @@ def list_sessions(conn: sqlite3.Connection, profile: str, *, limit: int = 20) ->
 
 
 def attach_turn(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     ts: str,

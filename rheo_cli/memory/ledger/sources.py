@@ -5,14 +5,15 @@ without being asked)."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
+
+from ..store.api import Connection
 
 KEY_MAX = 500
 """Longest source key accepted (characters); keys are ids, never message text."""
 
 
-def known_source_keys(conn: sqlite3.Connection, profile: str, keys: Iterable[str]) -> set[str]:
+def known_source_keys(conn: Connection, profile: str, keys: Iterable[str]) -> set[str]:
     """Those of ``keys`` that turns of ``profile`` already carry."""
     wanted = sorted(set(keys))
     found: set[str] = set()
@@ -29,7 +30,7 @@ def known_source_keys(conn: sqlite3.Connection, profile: str, keys: Iterable[str
     return found
 
 
-def imported_session(conn: sqlite3.Connection, profile: str, session_id: int) -> bool:
+def imported_session(conn: Connection, profile: str, session_id: int) -> bool:
     """Whether the session holds imported turns (those are digested only on request)."""
     row = conn.execute(
         "SELECT 1 FROM turns WHERE session_id = ? AND profile = ? AND source_key IS NOT NULL "
@@ -40,7 +41,7 @@ def imported_session(conn: sqlite3.Connection, profile: str, session_id: int) ->
 
 
 def turn_roles(
-    conn: sqlite3.Connection, profile: str, first_id: int, last_id: int
+    conn: Connection, profile: str, first_id: int, last_id: int
 ) -> list[tuple[int, str, int]]:
     """``[(turn id, role, session id)]`` of the profile's turns with ids in
     ``first_id..last_id``, in id order (the turns one import wrote)."""

@@ -8,18 +8,15 @@ and DELETE on ``turns`` (triggers in migration 1); session bookkeeping lives in 
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .. import pgsearch
-from ..store import crash, health
+from ..store import crash
+from ..store.api import Connection, Row
 from ..store.db import write
 from ..store.errors import InvalidInput, NotFound
-from ..store.pg import dialect
 from ..store.timeutil import to_stored
 from ..text import bm25, fts
 from .sessions import Session, attach_turn
@@ -108,7 +105,7 @@ RANKED_MAX = 5_000
 """A search matching more turns than this (in the window) lists the newest, unranked."""
 
 
-def _row_to_turn(row: sqlite3.Row) -> Turn:
+def _row_to_turn(row: Row) -> Turn:
     usage = None
     if row["role"] == "assistant":
         usage = Usage(
@@ -132,7 +129,7 @@ def _row_to_turn(row: sqlite3.Row) -> Turn:
 
 
 def append_turn(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     role: str,
@@ -156,11 +153,11 @@ def append_turn(
     turns must not have one.
     Raises InvalidInput for a bad role/status, NotFound for a ``session_id`` of another profile.
 
-    A damaged or missing search index never keeps a turn out of the ledger: when the insert
-    fails on one (SQLite), the turns' indexes are rebuilt from the table and the insert tried
-    once more; if they cannot be rebuilt, the turn is stored without indexing it (the index
-    catches up at 'rheo doctor --repair'). ``repaired`` says which happened. Raises
-    sqlite3.Error when the ledger itself cannot be written.
+    A damaged or missing search index never keeps a turn out of the ledger: a store whose
+    index can be damaged on its own mends it and stores the turn, or stores it without
+    indexing it (the index catches up at 'rheo doctor --repair'), and ``repaired`` says
+    which (`api.Store.through_damaged_index`). Raises StoreError (Busy after the bounded
+    wait) when the ledger itself cannot be written.
     """
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {ROLES}, not {role!r}")
@@ -170,32 +167,14 @@ def append_turn(
         raise InvalidInput("a user turn has no status")
     ts = to_stored(now)
     args = (profile, role, content, ts, gap_s, session_id, new_session, model, status, usage, meta)
-    try:
-        return _append(conn, *args, defer_index=False)
-    except health.DAMAGE as exc:
-        if dialect(conn) != "sqlite" or not health.may_be_an_index(exc):
-            raise
-        why = " ".join(str(exc).split())[:120] or type(exc).__name__
-        try:
-            rebuilt = health.rebuild_indexes(conn, list(health.TURN_INDEXES))
-        except health.DAMAGE as again:
-            if not health.may_be_an_index(again):
-                raise exc from None
-            appended = _append(conn, *args, defer_index=True)
-            note = (
-                f"the search index is damaged ({why}) and could not be rebuilt "
-                f"({' '.join(str(again).split())[:120]}); the turn is stored, not yet "
-                "searchable: 'rheo doctor --repair' rebuilds the index"
-            )
-        else:
-            appended = _append(conn, *args, defer_index=False)
-            done = ", ".join(rebuilt)
-            note = f"the search index was damaged ({why}); rebuilt {done} from the ledger"
-        return Appended(appended.turn, appended.opened_session, appended.closed_session, note)
+    appended, note = conn.store.through_damaged_index("turns", lambda: _append(conn, *args))
+    if note is None:
+        return appended
+    return Appended(appended.turn, appended.opened_session, appended.closed_session, note)
 
 
 def _append(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     role: str,
     content: str,
@@ -207,22 +186,9 @@ def _append(
     status: str | None,
     usage: Usage | None,
     meta: dict[str, Any] | None,
-    *,
-    defer_index: bool,
 ) -> Appended:
-    """`append_turn`'s write, in one transaction; ``defer_index`` leaves the search indexes
-    out: the turns' index triggers are set aside for the insert and put back as they were,
-    in the same transaction (a trigger naming an index that cannot be opened fails even
-    when its condition is false)."""
+    """`append_turn`'s write, in one transaction."""
     with write(conn):
-        triggers = []
-        if defer_index:
-            triggers = conn.execute(
-                "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
-                "AND tbl_name = 'turns' AND name IN ('turns_fts_insert', 'turns_cjk_insert')"
-            ).fetchall()
-            for name, _sql in triggers:
-                conn.execute(f"DROP TRIGGER {name}")
         session, opened, closed = attach_turn(
             conn,
             profile=profile,
@@ -252,8 +218,6 @@ def _append(
             ),
         )
         turn_id = cur.lastrowid
-        for _name, sql in triggers:
-            conn.execute(sql)
         crash.reach("turn.append")
     assert turn_id is not None
     turn = Turn(
@@ -271,7 +235,7 @@ def _append(
     return Appended(turn=turn, opened_session=opened, closed_session=closed)
 
 
-def get_turn(conn: sqlite3.Connection, profile: str, turn_id: int) -> Turn:
+def get_turn(conn: Connection, profile: str, turn_id: int) -> Turn:
     """The turn ``turn_id`` of ``profile``; raises NotFound if absent or of another profile."""
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM turns WHERE id = ? AND profile = ?", (turn_id, profile)
@@ -281,7 +245,7 @@ def get_turn(conn: sqlite3.Connection, profile: str, turn_id: int) -> Turn:
     return _row_to_turn(row)
 
 
-def get_turns(conn: sqlite3.Connection, profile: str, ids: Iterable[int]) -> list[Turn]:
+def get_turns(conn: Connection, profile: str, ids: Iterable[int]) -> list[Turn]:
     """The turns with these ids in ``profile``, in id order; missing ids are skipped."""
     wanted = sorted(set(ids))
     out: list[Turn] = []
@@ -296,7 +260,7 @@ def get_turns(conn: sqlite3.Connection, profile: str, ids: Iterable[int]) -> lis
     return out
 
 
-def recent_turns(conn: sqlite3.Connection, profile: str, limit: int = 20) -> list[Turn]:
+def recent_turns(conn: Connection, profile: str, limit: int = 20) -> list[Turn]:
     """The last ``limit`` turns of the profile in time (by ``ts``, then id: imported history
     sorts by its own dates), oldest first."""
     rows = conn.execute(
@@ -307,7 +271,7 @@ def recent_turns(conn: sqlite3.Connection, profile: str, limit: int = 20) -> lis
 
 
 def session_turns(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     session_id: int,
     *,
@@ -330,7 +294,7 @@ def session_turns(
 
 
 def search_turns(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     query: str,
     *,
@@ -344,13 +308,13 @@ def search_turns(
     searches without error. ``score`` is minus the turn's bm25 (lower is better, negative;
     0.0 for turns listed newest first, unranked). Text with no searchable word returns [].
 
-    Isolation: the profile is part of every MATCH (migration m007), so candidates are chosen
-    among its own turns before any LIMIT, and bm25 uses the profile's own statistics
-    (`text.bm25`): the same profile data gives the same results whatever other profiles hold.
-    Ranking every match of a common word costs time that grows with the ledger, so the best
-    matches among the profile's newest `SEARCH_WINDOW` turns come first, then, when those are
-    fewer than ``limit``, the best older ones; a query matching more than `RANKED_MAX` of them
-    (``the``) lists its newest matches instead.
+    Isolation: every search is scoped to the profile inside the index (`api.Store.turn_ids`), so
+    candidates are chosen among its own turns before any LIMIT, and bm25 uses the profile's own
+    statistics (`text.bm25`): the same profile data gives the same results whatever other profiles
+    hold. Ranking every match of a common word costs time that grows with the ledger, so the best
+    matches among the profile's newest `SEARCH_WINDOW` turns come first, then, when those are fewer
+    than ``limit``, the best older ones; a query matching more than `RANKED_MAX` of them (``the``)
+    lists its newest matches instead.
     """
     runs = fts.CJK_RUN.findall(query[: fts.MAX_QUERY_CHARS])
     if runs:
@@ -358,55 +322,34 @@ def search_turns(
     found_terms = fts.terms(query)
     if not found_terms:
         return []
-    expr = fts.scoped((" OR " if any_term else " AND ").join(found_terms), profile)
     newest = conn.execute("SELECT max(id) FROM turns WHERE profile = ?", (profile,)).fetchone()[0]
     if newest is None:
         return []
     cutoff = max(0, int(newest) - SEARCH_WINDOW)
-    window = _matching(conn, profile, expr, found_terms, any_term, cutoff, None, RANKED_MAX + 1)
+    window = _matching(conn, profile, found_terms, any_term, cutoff, None, RANKED_MAX + 1)
     if len(window) > RANKED_MAX:
         return [(t, 0.0) for t in reversed(get_turns(conn, profile, window[:limit]))]
     ranked = _rank(conn, profile, window, found_terms, limit)
     if len(ranked) < limit and cutoff > 0:
-        older = _matching(conn, profile, expr, found_terms, any_term, None, cutoff, RANKED_MAX)
+        older = _matching(conn, profile, found_terms, any_term, None, cutoff, RANKED_MAX)
         ranked += _rank(conn, profile, older, found_terms, limit - len(ranked))
     return ranked
 
 
 def _matching(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
-    expr: str,
     terms: list[str],
     any_term: bool,
     newer_than: int | None,
     up_to: int | None,
     limit: int,
 ) -> list[int]:
-    """Ids of ``profile``'s turns matching ``expr`` (FTS5, scoped) / ``terms`` (PostgreSQL),
-    newest first, with id > ``newer_than`` and id <= ``up_to`` where given."""
-    if dialect(conn) == "postgres":
-        return pgsearch.window_turn_ids(
-            conn,
-            profile,
-            terms,
-            any_term=any_term,
-            newer_than=newer_than,
-            up_to=up_to,
-            limit=limit,
-        )
-    sql = "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ?"
-    args: list[Any] = [expr]
-    if newer_than is not None:
-        sql += " AND rowid > ?"
-        args.append(newer_than)
-    if up_to is not None:
-        sql += " AND rowid <= ?"
-        args.append(up_to)
-    plain = conn.cursor()
-    plain.row_factory = None
-    plain.execute(sql + " ORDER BY rowid DESC LIMIT ?", (*args, limit))
-    return [r[0] for r in plain.fetchall()]
+    """Ids of ``profile``'s turns matching ``terms`` (any, or all), newest first, with id >
+    ``newer_than`` and id <= ``up_to`` where given (`api.Store.turn_ids`)."""
+    return conn.store.turn_ids(
+        profile, terms, any_term=any_term, newer_than=newer_than, up_to=up_to, limit=limit
+    )
 
 
 DF_CAP = 2_000
@@ -416,7 +359,7 @@ RERANK = 100
 """At most this many candidates (at least 5 × the limit) are read and ranked by full bm25."""
 
 
-def profile_size(conn: sqlite3.Connection, profile: str) -> int:
+def profile_size(conn: Connection, profile: str) -> int:
     """How many turns ``profile`` holds, from its sessions' counters (cheap at any size)."""
     row = conn.execute(
         "SELECT coalesce(sum(turns), 0) FROM sessions WHERE profile = ?", (profile,)
@@ -424,36 +367,19 @@ def profile_size(conn: sqlite3.Connection, profile: str) -> int:
     return int(row[0])
 
 
-def term_frequency(conn: sqlite3.Connection, profile: str, term: str, cap: int) -> list[int]:
-    """Rowids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``."""
-    if dialect(conn) == "postgres":
-        return pgsearch.word_turn_ids(conn, profile, [term], cap)
-    plain = conn.cursor()
-    plain.row_factory = None
-    plain.execute(
-        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? LIMIT ?",
-        (fts.scoped(term, profile), cap),
-    )
-    return [r[0] for r in plain.fetchall()]
+def term_frequency(conn: Connection, profile: str, term: str, cap: int) -> list[int]:
+    """Ids of ``profile``'s turns holding ``term`` (an FTS5-safe term), at most ``cap``."""
+    return conn.store.term_turn_ids(profile, term, cap)
 
 
-def newest_matching(conn: sqlite3.Connection, profile: str, expr: str, limit: int) -> list[int]:
-    """Ids of ``profile``'s newest ``limit`` turns matching ``expr`` (FTS5-safe terms joined
-    by OR), newest first."""
-    if dialect(conn) == "postgres":
-        terms = re.findall(r'"(?:[^"]|"")*"\*?', expr)
-        return pgsearch.newest_word_turn_ids(conn, profile, terms, limit)
-    plain = conn.cursor()
-    plain.row_factory = None
-    plain.execute(
-        "SELECT rowid FROM turns_fts WHERE turns_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
-        (fts.scoped(expr, profile), limit),
-    )
-    return [r[0] for r in plain.fetchall()]
+def newest_matching(conn: Connection, profile: str, terms: list[str], limit: int) -> list[int]:
+    """Ids of ``profile``'s newest ``limit`` turns holding any of ``terms`` (FTS5-safe
+    terms), newest first."""
+    return conn.store.newest_turn_ids(profile, terms, limit)
 
 
 def _rank(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     ids: list[int],
     terms: list[str],
@@ -500,7 +426,7 @@ CJK_SCAN = 20_000
 
 
 def _cjk_search(
-    conn: sqlite3.Connection, profile: str, runs: list[str], limit: int
+    conn: Connection, profile: str, runs: list[str], limit: int
 ) -> list[tuple[Turn, float]]:
     """Turns holding every run of CJK text, newest first: runs of three or more characters
     through the trigram index, shorter ones by a bounded scan of the newest turns."""
@@ -508,23 +434,15 @@ def _cjk_search(
     plain = conn.cursor()
     plain.row_factory = None
     for run in dict.fromkeys(runs):
-        if len(run) >= 3 and dialect(conn) == "postgres":
-            found = set(pgsearch.cjk_turn_ids(conn, profile, run, 5000))
-            ids = found if ids is None else ids & found
-            continue
         if len(run) >= 3:
-            plain.execute(
-                "SELECT f.rowid FROM turns_cjk f JOIN turns t ON t.id = f.rowid "
-                "WHERE turns_cjk MATCH ? AND t.profile = ? ORDER BY f.rowid DESC LIMIT 5000",
-                ('"' + run.replace('"', '""') + '"', profile),
-            )
+            found = set(conn.store.cjk_turn_ids(profile, run, 5000))
         else:
             plain.execute(
                 "SELECT id FROM (SELECT id, content FROM turns WHERE profile = ? "
                 "ORDER BY id DESC LIMIT ?) AS recent WHERE content LIKE ? ESCAPE '\\'",
                 (profile, CJK_SCAN, "%" + run.replace("%", "\\%").replace("_", "\\_") + "%"),
             )
-        found = {r[0] for r in plain.fetchall()}
+            found = {r[0] for r in plain.fetchall()}
         ids = found if ids is None else ids & found
     if not ids:
         return []
@@ -533,7 +451,7 @@ def _cjk_search(
     return [(t, 0.0) for t in turns[:limit]]
 
 
-def count_turns(conn: sqlite3.Connection, profile: str) -> int:
+def count_turns(conn: Connection, profile: str) -> int:
     """How many turns the profile has."""
     return int(
         conn.execute("SELECT count(*) FROM turns WHERE profile = ?", (profile,)).fetchone()[0]
@@ -545,7 +463,7 @@ def last_turn_ids(turns: Sequence[Turn]) -> list[int]:
     return [t.id for t in turns]
 
 
-def unanswered_question(conn: sqlite3.Connection, profile: str) -> Turn | None:
+def unanswered_question(conn: Connection, profile: str) -> Turn | None:
     """The profile's last user turn when its reply failed (an ``error`` turn follows it, or no
     turn at all), to be sent again without storing it twice; None when it was answered (or
     interrupted by the person) or there is no question. Imported history is not looked at."""

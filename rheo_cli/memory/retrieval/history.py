@@ -8,8 +8,8 @@ a trigram index covers text without spaces (Chinese, Japanese). Every hit brings
 neighbouring turns for context; session digests that match are candidates too. Lines already
 in other sections are left out; every line is dated and names its turn.
 
-Candidates are chosen among the profile's own turns inside the word index (its token is part
-of every MATCH) and weighed by the profile's own word statistics, so another profile's volume
+Candidates are chosen among the profile's own turns inside the word index (the store scopes
+every search there) and weighed by the profile's own word statistics, so another profile's volume
 changes nothing. They are read best first until their lines would fill the budget, so a
 large budget is spent on the next most relevant lines rather than left unused. A line whose
 fact was later superseded says so, with the newer value (`supersede`).
@@ -18,14 +18,12 @@ fact was later superseded says so, with the newer value (`supersede`).
 from __future__ import annotations
 
 import math
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 
-from .. import pgsearch
 from ..ledger import digests as digest_store
 from ..ledger import turns as ledger
-from ..store.pg import dialect
+from ..store.api import Connection, Row
 from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
 from ..text.tokens import estimate
@@ -93,16 +91,10 @@ def _match_terms(q: Query) -> list[str]:
     return [_quote(t) for t in q.terms] + [_quote(p) for p in q.phrases[:4]]
 
 
-def _match_expr(q: Query) -> str | None:
-    parts = [_quote(t) for t in q.terms]
-    parts += [_quote(p) for p in q.phrases[:4]]
-    return " OR ".join(parts) if parts else None
-
-
 _TURN_COLS = "t.id, t.session_id, t.role, t.content, t.ts, t.status"
 
 
-def _rows_to_hits(rows: list[sqlite3.Row], hits: dict[int, _Hit], *, scored: bool) -> None:
+def _rows_to_hits(rows: list[Row], hits: dict[int, _Hit], *, scored: bool) -> None:
     best = max((-r["rank"] for r in rows), default=0.0) if scored else 0.0
     for r in rows:
         hit = hits.get(r["id"])
@@ -120,20 +112,20 @@ def line_cap(budget: int) -> int:
 
 
 def _word_hits(
-    conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit], budget: int
+    conn: Connection, profile: str, q: Query, hits: dict[int, _Hit], budget: int
 ) -> dict[str, float]:
     """Candidate turns of ``profile`` from the word index, in time bounded by the rare words
     of the query, as many as the budget can use.
 
-    Every read is scoped to the profile inside MATCH (`fts.scoped`), and word statistics are
-    the profile's own, so other profiles change nothing here. Each query word's postings are
-    read up to `COMMON_DF` rowids: a word found more often is common (it still counts when
-    candidates are scored, but doesn't choose them). Turns are ranked by the summed inverse
-    document frequency of the rare words they hold (a bm25-like score without reading every
-    match of a common word) and read in that order, `CHUNK` at a time, until their lines
-    would fill the budget (at least `CANDIDATES` of them) or none remain. When every word is
-    common, the newest turns holding any of them are the candidates, read the same way.
-    Returns each query word's inverse document frequency over the profile's ledger.
+    Every read is scoped to the profile inside the index (`api.Store.term_turn_ids`), and word
+    statistics are the profile's own, so other profiles change nothing here. Each query word's
+    postings are read up to `COMMON_DF` rowids: a word found more often is common (it still counts
+    when candidates are scored, but doesn't choose them). Turns are ranked by the summed inverse
+    document frequency of the rare words they hold (a bm25-like score without reading every match of
+    a common word) and read in that order, `CHUNK` at a time, until their lines would fill the
+    budget (at least `CANDIDATES` of them) or none remain. When every word is common, the newest
+    turns holding any of them are the candidates, read the same way. Returns each query word's
+    inverse document frequency over the profile's ledger.
     """
     words = [(t, _quote(t)) for t in q.terms[:MAX_QUERY_WORDS]]
     words += [(p, _quote(p)) for p in q.phrases[:2]]
@@ -158,7 +150,7 @@ def _word_hits(
         top = order[0][1] or 1.0
         ranked = [(rowid, value / top) for rowid, value in order]
     elif common:
-        newest = ledger.newest_matching(conn, profile, " OR ".join(common), line_cap(budget))
+        newest = ledger.newest_matching(conn, profile, common, line_cap(budget))
         ranked = [(rowid, 0.5) for rowid in newest]
     else:
         return idfs
@@ -183,7 +175,7 @@ def _word_hits(
     return idfs
 
 
-def _trigram_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+def _trigram_hits(conn: Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
     grams: list[str] = []
     short: list[str] = []
     for run in q.runs:
@@ -194,16 +186,8 @@ def _trigram_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[i
             gram = run[i : i + 3]
             if gram not in grams:
                 grams.append(gram)
-    if grams and dialect(conn) == "postgres":
-        rows = pgsearch.trigram_turns(conn, profile, _TURN_COLS, grams[:40], CANDIDATES)
-        _rows_to_hits(rows, hits, scored=True)
-    elif grams:
-        rows = conn.execute(
-            f"SELECT {_TURN_COLS}, f.rank AS rank FROM turns_cjk f JOIN turns t "
-            "ON t.id = f.rowid WHERE turns_cjk MATCH ? AND t.profile = ? ORDER BY f.rank "
-            "LIMIT ?",
-            (" OR ".join(_quote(g) for g in grams[:40]), profile, CANDIDATES),
-        ).fetchall()
+    if grams:
+        rows = conn.store.trigram_turns(profile, _TURN_COLS, grams[:40], CANDIDATES)
         _rows_to_hits(rows, hits, scored=True)
     for run in short:
         # Too short for trigrams: a bounded scan of the most recent turns.
@@ -215,16 +199,13 @@ def _trigram_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[i
         _rows_to_hits(rows, hits, scored=True)
 
 
-def _item_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+def _item_hits(conn: Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
     """Turns that stored facts matching the message were learnt from (any item status but
     retracted: an evicted fact still says what its turn was about)."""
-    expr = _match_expr(q)
-    if expr is None:
+    terms = _match_terms(q)
+    if not terms:
         return
-    if dialect(conn) == "postgres":
-        rows = pgsearch.item_source_turns(conn, profile, _match_terms(q), ITEM_HITS)
-    else:
-        rows = _sqlite_item_rows(conn, profile, expr)
+    rows = conn.store.item_source_turns(profile, terms, ITEM_HITS)
     if not rows:
         return
     best = max(-r["rank"] for r in rows) or 1.0
@@ -244,7 +225,7 @@ def _item_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int,
             hits[tid].item = max(hits[tid].item, score)
 
 
-def _time_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
+def _time_hits(conn: Connection, profile: str, q: Query, hits: dict[int, _Hit]) -> None:
     """For a message with a time expression ("what did we talk about last week?", "what did
     I buy yesterday?"): the person's turns in that range, unless the words of the message
     already found turns there."""
@@ -263,7 +244,7 @@ def _time_hits(conn: sqlite3.Connection, profile: str, q: Query, hits: dict[int,
         _rows_to_hits(rows, hits, scored=False)
 
 
-def _neighbours(conn: sqlite3.Connection, profile: str, hits: dict[int, _Hit]) -> None:
+def _neighbours(conn: Connection, profile: str, hits: dict[int, _Hit]) -> None:
     best = sorted(hits.values(), key=lambda h: -h.score)[:NEIGHBOUR_OF]
     wanted: dict[int, _Hit] = {}
     for hit in best:
@@ -308,7 +289,7 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
 
 
 def collect(
-    conn: sqlite3.Connection,
+    conn: Connection,
     *,
     profile: str,
     message: str,
@@ -388,7 +369,7 @@ def _changed(update: supersede.Update, tz: tzinfo | None) -> str:
 
 
 def _add_newer_turns(
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     updates: dict[int, supersede.Update],
     hits: dict[int, _Hit],
@@ -425,29 +406,21 @@ def _add_newer_turns(
 
 
 def _digest_matches(
-    conn: sqlite3.Connection, profile: str, q: Query
+    conn: Connection, profile: str, q: Query
 ) -> list[tuple[digest_store.Digest, float]]:
     """Digests whose narrative or decisions match the message, best first, each with its
     normalised bm25, read in one query."""
-    expr = _match_expr(q)
-    if expr is None:
+    terms = _match_terms(q)
+    if not terms:
         return []
-    if dialect(conn) == "postgres":
-        pg_rows = pgsearch.search_digests(conn, profile, _match_terms(q), 10)
-        best = max((-r["rank"] for r in pg_rows), default=1.0) or 1.0
-        return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in pg_rows]
-    rows = conn.execute(
-        "SELECT d.*, f.rank AS rank FROM digests_fts f JOIN digests d ON d.id = f.rowid "
-        "WHERE digests_fts MATCH ? AND d.profile = ? ORDER BY f.rank LIMIT ?",
-        (expr, profile, DIGEST_HITS),
-    ).fetchall()
+    rows = conn.store.search_digests(profile, terms, DIGEST_HITS)
     best = max((-r["rank"] for r in rows), default=1.0) or 1.0
     return [(digest_store.row_to_digest(r), (-r["rank"]) / best) for r in rows]
 
 
 def _digest_lines(
     matches: list[tuple[digest_store.Digest, float]],
-    conn: sqlite3.Connection,
+    conn: Connection,
     profile: str,
     q: Query,
     tz: tzinfo | None,
@@ -484,14 +457,3 @@ def _digest_lines(
             )
         )
     return lines
-
-
-def _sqlite_item_rows(conn: sqlite3.Connection, profile: str, expr: str) -> list[sqlite3.Row]:
-    """``(tid, rank)`` of items matching ``expr`` through FTS5 (see `_item_hits`)."""
-    return conn.execute(
-        "SELECT m.source_turn_id AS tid, f.rank AS rank FROM memory_items_fts f "
-        "JOIN memory_items m ON m.id = f.rowid WHERE memory_items_fts MATCH ? "
-        "AND m.profile = ? AND m.status != 'retracted' AND m.source_turn_id IS NOT NULL "
-        "ORDER BY f.rank LIMIT ?",
-        (expr, profile, ITEM_HITS),
-    ).fetchall()

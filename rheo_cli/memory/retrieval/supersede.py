@@ -9,12 +9,11 @@ joins the candidates, so the context never shows the old value alone.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..facts.items import MemoryItem, row_to_item
-from ..store.pg import dialect
+from ..store.api import Connection
 
 MAX_CHAIN = 20
 """Supersessions followed from one item at most (a guard against a cycle in damaged data)."""
@@ -30,24 +29,13 @@ class Update:
     changed_at: str
 
 
-def updates_for(
-    conn: sqlite3.Connection, profile: str, turn_ids: Iterable[int]
-) -> dict[int, Update]:
+def updates_for(conn: Connection, profile: str, turn_ids: Iterable[int]) -> dict[int, Update]:
     """For each of ``turn_ids`` (``profile``'s turns) that a now-superseded item was learnt
     from, the `Update` that replaced it; turns without one are absent."""
     ids = sorted(set(turn_ids))
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
-    # The unary + keeps SQLite on the source-turn index (a profile has few items per turn, but
-    # may have thousands of superseded ones); PostgreSQL has no unary + on text.
-    plus = "" if dialect(conn) == "postgres" else "+"
-    rows = conn.execute(
-        f"SELECT source_turn_id, superseded_by FROM memory_items WHERE {plus}profile = ? "
-        f"AND source_turn_id IN ({marks}) AND {plus}status = 'superseded' "
-        "AND superseded_by IS NOT NULL ORDER BY id",
-        (profile, *ids),
-    ).fetchall()
+    rows = conn.store.superseded_sources(profile, ids)
     out: dict[int, Update] = {}
     for row in rows:
         first = _item(conn, profile, row["superseded_by"])
@@ -65,7 +53,7 @@ def updates_for(
     return out
 
 
-def _item(conn: sqlite3.Connection, profile: str, item_id: int) -> MemoryItem | None:
+def _item(conn: Connection, profile: str, item_id: int) -> MemoryItem | None:
     row = conn.execute(
         "SELECT * FROM memory_items WHERE id = ? AND profile = ?", (item_id, profile)
     ).fetchone()

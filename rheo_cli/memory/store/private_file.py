@@ -15,8 +15,18 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .db import ensure_private_dir
 from .errors import StoreError
+
+
+def ensure_private_dir(folder: Path) -> None:
+    """Create ``folder`` (and parents) if missing; a folder rheo creates is mode 0700."""
+    if folder.exists():
+        return
+    old_umask = os.umask(0o077)
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    finally:
+        os.umask(old_umask)
 
 
 @contextlib.contextmanager

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-import sqlite3
 
+from .api import Connection
 from .errors import InvalidInput
 
 DEFAULT_PROFILE = "default"
@@ -24,7 +24,7 @@ def check_profile(name: str) -> str:
     return name
 
 
-def list_profiles(conn: sqlite3.Connection) -> list[str]:
+def list_profiles(conn: Connection) -> list[str]:
     """Every profile with a session or a memory item in the store, sorted by name."""
     rows = conn.execute(
         "SELECT profile FROM sessions UNION SELECT profile FROM memory_items ORDER BY 1"

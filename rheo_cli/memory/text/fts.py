@@ -1,6 +1,6 @@
-"""Turning text a person typed into safe FTS5 MATCH expressions.
+"""Turning text a person typed into safe search terms: FTS5 strings, which both stores take.
 
-User text never reaches MATCH raw: FTS5 syntax (``AND``, ``-x``, ``a:b``, ``*``, ``(``, quotes)
+User text never reaches a search raw: FTS5 syntax (``AND``, ``-x``, ``a:b``, ``*``, ``(``, quotes)
 would raise or change meaning. Each word becomes a double-quoted string, which FTS5 runs through
 the table's own tokenizer, so ``C++`` searches ``c`` and ``a:b`` the phrase ``a b``. Only two
 operators survive, on purpose: a ``"quoted phrase"`` stays a phrase, and a trailing ``*`` on a
@@ -66,28 +66,3 @@ def terms(text: str) -> list[str]:
         pos = match.end()
     words(text[pos:].replace('"', " "))
     return out[:MAX_TERMS]
-
-
-def match_all(text: str) -> str | None:
-    """A MATCH expression requiring every term of ``text`` (AND); None if it has no terms."""
-    found = terms(text)
-    return " AND ".join(found) if found else None
-
-
-def match_any(text: str) -> str | None:
-    """A MATCH expression accepting any term of ``text`` (OR), for ranked retrieval."""
-    found = terms(text)
-    return " OR ".join(found) if found else None
-
-
-def tenant_token(profile: str) -> str:
-    """The word-index token standing for ``profile`` (migration m007): ``p`` + the name's
-    UTF-8 bytes in hex + ``x`` — one token, no stemming can change it, no other name shares
-    it."""
-    return "p" + profile.encode("utf-8").hex() + "x"
-
-
-def scoped(expr: str, profile: str) -> str:
-    """``expr`` (a MATCH expression over turns' text) limited to ``profile``'s turns, inside
-    the index: ``tenant : <token> AND content : (expr)``."""
-    return f"tenant : {tenant_token(profile)} AND content : ({expr})"

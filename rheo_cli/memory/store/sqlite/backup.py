@@ -7,12 +7,13 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ..store import crash
-from ..store.errors import StoreError
-from ..store.private_file import new_private_file
+from .. import crash
+from ..errors import DatabaseError, StoreError
+from ..private_file import new_private_file
+from .connection import SqliteConnection
 
 
-def backup(conn: sqlite3.Connection, dest: str | os.PathLike[str]) -> int:
+def backup(conn: SqliteConnection, dest: str | os.PathLike[str]) -> int:
     """Copy the database to ``dest`` (a new file, mode 0600, its folder created 0700) with the
     online backup API; returns the size in bytes. The copy is a single file (rollback
     journal, no -wal) and passes ``PRAGMA integrity_check``. It is written beside ``dest``
@@ -37,7 +38,7 @@ def backup(conn: sqlite3.Connection, dest: str | os.PathLike[str]) -> int:
             verdict = target.execute("PRAGMA integrity_check").fetchone()[0]
             if verdict != "ok":
                 raise StoreError(f"the backup {path} failed its integrity check: {verdict}")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, DatabaseError) as exc:
             raise StoreError(f"cannot write the backup {path}: {exc}") from exc
         finally:
             target.close()

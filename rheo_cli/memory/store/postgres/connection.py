@@ -1,41 +1,44 @@
-"""rheo's store on PostgreSQL: a connection with the sqlite3 surface the engine uses.
+"""rheo's store on PostgreSQL: the connection the engine is given, over psycopg 3.
 
-The engine is written against `sqlite3.Connection` (``execute`` / ``executemany`` with ``?``
-parameters, ``cursor()``, rows read by index and by name, ``in_transaction``, ``lastrowid``,
-``rowcount``, ``close``); `PgConnection` gives it the same surface over psycopg 3, so every
-engine function runs unchanged, and the few statements that differ between the two databases
-(full-text search, upserts, pragmas, scalar min/max) branch on `dialect` (``"postgres"``).
+The engine's plain SQL is written in the subset both stores run (``?`` parameters, ``INSERT
+OR IGNORE``, rows read by index and by name, ``in_transaction``, ``lastrowid``,
+``rowcount``); `PgConnection` gives psycopg that surface (`api.Connection`), and the few
+queries whose text differs are the store's own (`search`, `PostgresStore`).
 
-What the adapter does to a statement, all mechanical: ``?`` becomes ``%s`` (and a literal ``%``
-``%%``); ``INSERT OR IGNORE`` becomes ``INSERT ... ON CONFLICT DO NOTHING``; a single-row
-``INSERT ... VALUES`` into a table with an ``id`` gets ``RETURNING id`` so ``lastrowid`` works;
-``BEGIN IMMEDIATE`` becomes ``BEGIN`` plus a transaction-scoped advisory lock on the tenant, so
-writers of one tenant queue exactly as SQLite's writers do. psycopg's errors are raised as the
-matching `sqlite3` exceptions (a refused constraint or trigger is ``sqlite3.IntegrityError``),
-so the engine's error handling is the same on both stores.
+What the connection does to a statement, all mechanical: ``?`` becomes ``%s`` (and a literal
+``%`` ``%%``); ``INSERT OR IGNORE`` becomes ``INSERT ... ON CONFLICT DO NOTHING``; a single-row
+``INSERT ... VALUES`` into a table with an ``id`` gets ``RETURNING id`` so ``lastrowid`` works.
+A write transaction (`PgConnection.begin`) is ``BEGIN`` plus a transaction-scoped advisory
+lock on the tenant, so writers of one tenant queue exactly as SQLite's writers do, waiting at
+most `api.BUSY_TIMEOUT_S` (``lock_timeout``) as SQLite's busy timeout does. psycopg's errors
+are raised as rheo's (`as_rheo_error`): a refused constraint, trigger or row-level security check
+is `errors.Integrity`, a lock wait that ran out `errors.Busy`, a lost server
+`errors.Unavailable`.
 
 Tenant isolation is the database's: every table carries the profile and has a row-level
 security policy ``profile = current_setting('rheo.tenant')`` (FORCE ROW LEVEL SECURITY, see
-`pg_schema`). The connection sets ``rheo.tenant`` from the profile it was opened for — from
+`schema`). The connection sets ``rheo.tenant`` from the profile it was opened for — from
 configuration, never from anything a model writes — so a query that forgets its filter still
 sees only its tenant, and a row written for another tenant is refused.
 
-psycopg is imported only here (the engine is otherwise standard library only).
+psycopg is imported only in ``store/postgres/`` (the engine is otherwise standard library
+only).
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import StoreError
+from .. import api
+from ..errors import Busy, DatabaseError, Integrity, StoreError, Unavailable
 
-DIALECT = "postgres"
+if TYPE_CHECKING:
+    from . import PostgresStore
 
 ID_TABLES = frozenset(
     {
@@ -52,11 +55,6 @@ ID_TABLES = frozenset(
 """Tables whose rows have a generated ``id`` (an insert into one returns it as lastrowid)."""
 
 _INSERT = re.compile(r"^\s*INSERT\s+(OR\s+IGNORE\s+)?INTO\s+(\w+)", re.IGNORECASE)
-
-
-def dialect(conn: object) -> str:
-    """``"postgres"`` for a `PgConnection`, ``"sqlite"`` for anything else."""
-    return str(getattr(conn, "dialect", "sqlite"))
 
 
 def is_postgres_url(url: str) -> bool:
@@ -141,27 +139,44 @@ def _plain_rows(cursor: Any) -> Callable[[Sequence[Any]], Any]:
     return tuple
 
 
-def _as_sqlite_error(exc: Exception) -> sqlite3.Error:
-    """The `sqlite3` exception matching a psycopg error (message kept, one line)."""
+TENANT_LOCK = "hashtext('rheo:' || current_schema() || ':' || ?)"
+"""The key of a tenant's write lock (an advisory lock, held until its transaction ends), one
+parameter: the tenant. Advisory locks are the database's, so the key names the store's
+schema too: stores of the same profile in two schemas never wait for each other."""
+
+BUSY_STATES = frozenset({"55P03", "57014", "40P01"})
+"""SQLSTATEs of a wait that ran out: ``lock_not_available`` (``lock_timeout``),
+``query_canceled`` (``statement_timeout``), ``deadlock_detected``."""
+
+
+GONE_STATES = ("08", "57P")
+"""SQLSTATE classes of a server gone or going: connection exceptions (``08``) and operator
+intervention (``57P01`` admin shutdown: the backend terminated, ``57P02``, ``57P03``)."""
+
+
+def as_rheo_error(exc: Exception) -> DatabaseError:
+    """The rheo error saying a psycopg error (its first line as the message, its SQLSTATE as
+    ``code``): a constraint, trigger or row-level security refusal is Integrity, a lock wait
+    that ran out Busy, a lost or unreachable server Unavailable."""
     import psycopg
 
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     sqlstate = getattr(exc, "sqlstate", None) or ""
     if isinstance(exc, psycopg.errors.IntegrityError) or sqlstate == "P0001":
-        return sqlite3.IntegrityError(message)
+        return Integrity(message, code=sqlstate)
     if sqlstate == "42501":  # insufficient privilege: a row-level security refusal
-        return sqlite3.IntegrityError(message)
-    if isinstance(exc, psycopg.OperationalError):
-        return sqlite3.OperationalError(message)
-    if isinstance(exc, psycopg.errors.DataError):
-        return sqlite3.DataError(message)
-    if isinstance(exc, psycopg.errors.ProgrammingError):
-        return sqlite3.OperationalError(message)
-    return sqlite3.DatabaseError(message)
+        return Integrity(message, code=sqlstate)
+    if sqlstate in BUSY_STATES:
+        return Busy(message, code=sqlstate)
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
+        not sqlstate or sqlstate.startswith(GONE_STATES)
+    ):
+        return Unavailable(message, code=sqlstate)
+    return DatabaseError(message, code=sqlstate)
 
 
 class PgCursor:
-    """A cursor with the `sqlite3.Cursor` surface the engine uses."""
+    """A cursor with the surface the engine uses (`api.Cursor`)."""
 
     def __init__(self, owner: PgConnection) -> None:
         self._owner = owner
@@ -183,7 +198,8 @@ class PgCursor:
             self._cur.row_factory = _plain_rows if self._plain else _named_rows
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> PgCursor:
-        """Run one statement (``?`` parameters); raises the matching sqlite3 error."""
+        """Run one statement (``?`` parameters); raises rheo's error for a failure
+        (`as_rheo_error`)."""
         import psycopg
 
         text, returns_id = translate(sql, bool(params))
@@ -202,19 +218,19 @@ class PgCursor:
             owner.reconnect()
             self._renew()
         if self._cur is None:
-            raise sqlite3.OperationalError("the PostgreSQL connection dropped during a write")
+            raise Unavailable("the PostgreSQL connection dropped during a write")
         try:
             self._cur.execute(text, tuple(params) if params else None)
         except psycopg.Error as exc:
             if not owner.dropped(exc) or owner.transaction_lost:
-                raise _as_sqlite_error(exc) from exc
+                raise as_rheo_error(exc) from exc
             owner.reconnect()  # outside a transaction nothing was done: once more, anew
             self._renew()
             assert self._cur is not None
             try:
                 self._cur.execute(text, tuple(params) if params else None)
             except psycopg.Error as again:
-                raise _as_sqlite_error(again) from again
+                raise as_rheo_error(again) from again
         if returns_id:
             row = self._cur.fetchone()
             self.lastrowid = int(row[0]) if row else None
@@ -234,14 +250,14 @@ class PgCursor:
             self._owner.reconnect()
             self._renew()
         if self._cur is None:
-            raise sqlite3.OperationalError("the PostgreSQL connection dropped during a write")
+            raise Unavailable("the PostgreSQL connection dropped during a write")
         text, returns_id = translate(sql, True)
         if returns_id:
             text = text[: -len(" RETURNING id")]
         try:
             self._cur.executemany(text, [tuple(p) for p in seq])
         except psycopg.Error as exc:
-            raise _as_sqlite_error(exc) from exc
+            raise as_rheo_error(exc) from exc
         return self
 
     def fetchone(self) -> Any:
@@ -282,13 +298,14 @@ class PgCursor:
 
 
 class PgConnection:
-    """An open PostgreSQL store bound to one tenant, with the sqlite3 surface the engine uses.
+    """An open PostgreSQL store bound to one tenant, with the surface the engine uses
+    (`api.Connection`).
 
     Autocommit outside explicit transactions, like the engine's SQLite connections; the engine
-    opens transactions only through `db.write` (``BEGIN IMMEDIATE``).
+    opens transactions only through its store (`api.Store.write`).
     """
 
-    dialect = DIALECT
+    store: PostgresStore
 
     def __init__(self, raw: Any, tenant: str, *, url: str | None = None) -> None:
         self.raw = raw
@@ -296,6 +313,8 @@ class PgConnection:
         self.row_factory: object = Row
         self._lock = threading.RLock()
         self._url = url
+        self.wait_s = api.BUSY_TIMEOUT_S
+        """How long (seconds) a wait for a lock lasts (``lock_timeout``, `set_wait`)."""
         self.transaction_lost = False
         """True when the connection dropped inside a transaction: its work is gone, and the
         engine's ROLLBACK (or COMMIT, which then raises) ends it before anything else runs."""
@@ -342,14 +361,14 @@ class PgConnection:
         return self._url is not None
 
     def reconnect(self) -> None:
-        """Open a new connection to the same store for the same tenant (the tenant role and
-        ``rheo.tenant`` set again), replacing the dropped one. Raises sqlite3.OperationalError
-        (one line) when the server cannot be reached."""
+        """Open a new connection to the same store for the same tenant (the tenant role,
+        ``rheo.tenant`` and the lock timeout set again), replacing the dropped one. Raises
+        Unavailable (one line) when the server cannot be reached."""
         if self._url is None:
-            raise sqlite3.OperationalError("the PostgreSQL connection was closed")
+            raise Unavailable("the PostgreSQL connection was closed")
         import psycopg
 
-        from . import pg_schema
+        from . import roles, schema
 
         with self._lock:
             with contextlib.suppress(psycopg.Error):
@@ -357,16 +376,15 @@ class PgConnection:
             try:
                 raw = psycopg.connect(self._url, autocommit=True, connect_timeout=10)
             except psycopg.Error as exc:
-                raise sqlite3.OperationalError(
-                    f"PostgreSQL is not reachable: {_one_line(exc)}"
-                ) from None
-            raw.adapters.register_loader("numeric", _numeric_loader())
+                raise Unavailable(f"PostgreSQL is not reachable: {_one_line(exc)}") from None
+            _prepare(raw, self.wait_s)
             self.raw = raw
             try:
-                pg_schema.enter_tenant_role(self)
+                schema.enter_tenant_role(self)
+                roles.check_granted(self)
                 raw.execute("SELECT set_config('rheo.tenant', %s, false)", (self.tenant,))
             except psycopg.Error as exc:
-                raise _as_sqlite_error(exc) from exc
+                raise as_rheo_error(exc) from exc
             self.transaction_lost = False
             self._began = False
 
@@ -385,10 +403,12 @@ class PgConnection:
         """Run one statement once per parameter tuple."""
         return PgCursor(self).executemany(sql, seq)
 
-    def begin(self) -> None:
+    def begin(self, wait_s: float | None = None) -> None:
         """Open a write transaction: ``BEGIN``, then the tenant's transaction-scoped advisory
         lock, so a read-then-write of one tenant (session detection, reinforcement) cannot
-        interleave with another connection's, as under SQLite's ``BEGIN IMMEDIATE``."""
+        interleave with another connection's, as under SQLite's ``BEGIN IMMEDIATE``. The
+        lock is waited for at most ``wait_s`` seconds (None: the connection's
+        ``lock_timeout``, `api.BUSY_TIMEOUT_S`); then Busy, with no transaction left open."""
         import psycopg
 
         if self.lost:
@@ -396,16 +416,32 @@ class PgConnection:
         for attempt in (1, 2):
             try:
                 self.raw.execute("BEGIN")
+                if wait_s is not None:
+                    self.raw.execute("SELECT set_config('lock_timeout', %s, true)", (_ms(wait_s),))
                 self.raw.execute(
-                    "SELECT pg_advisory_xact_lock(hashtext('rheo:' || %s))", (self.tenant,)
+                    f"SELECT pg_advisory_xact_lock({TENANT_LOCK})".replace("?", "%s"),
+                    (self.tenant,),
                 )
+                if wait_s is not None:  # the rest of the transaction waits as any other
+                    self.raw.execute(
+                        "SELECT set_config('lock_timeout', %s, true)", (_ms(self.wait_s),)
+                    )
             except psycopg.Error as exc:
                 if attempt == 1 and self._url is not None and self.lost:
                     self.reconnect()  # dropped before anything was written: begin anew
                     continue
-                raise _as_sqlite_error(exc) from exc
+                if not self.lost:
+                    with contextlib.suppress(psycopg.Error):
+                        self.raw.execute("ROLLBACK")
+                raise as_rheo_error(exc) from exc
             self._began = True
             return
+
+    def set_wait(self, seconds: float) -> None:
+        """Wait ``seconds`` for a lock from now on (``lock_timeout``), outside a
+        transaction."""
+        self.wait_s = seconds
+        self.raw.execute("SELECT set_config('lock_timeout', %s, false)", (_ms(seconds),))
 
     def set_tenant(self, tenant: str) -> None:
         """Bind the connection to ``tenant`` (a profile name from configuration): every
@@ -419,18 +455,18 @@ class PgConnection:
         self.raw.execute("SELECT set_config('rheo.tenant', %s, false)", (tenant,))
 
     def commit(self) -> None:
-        """Commit an open transaction (nothing to do in autocommit). Raises
-        sqlite3.OperationalError when the connection dropped first: nothing was committed."""
+        """Commit an open transaction (nothing to do in autocommit). Raises Unavailable when
+        the connection dropped first: nothing was committed."""
         import psycopg
 
         if self.transaction_lost:
             self.transaction_lost = self._began = False
-            raise sqlite3.OperationalError("the PostgreSQL connection dropped: nothing was stored")
+            raise Unavailable("the PostgreSQL connection dropped: nothing was stored")
         if self.in_transaction:
             try:
                 self.raw.execute("COMMIT")
             except psycopg.Error as exc:
-                raise _as_sqlite_error(exc) from exc
+                raise as_rheo_error(exc) from exc
             finally:
                 self._began = False
 
@@ -445,7 +481,7 @@ class PgConnection:
             try:
                 self.raw.execute("ROLLBACK")
             except psycopg.Error as exc:
-                raise _as_sqlite_error(exc) from exc
+                raise as_rheo_error(exc) from exc
             finally:
                 self._began = False
 
@@ -466,33 +502,54 @@ def connect(url: str, tenant: str, *, migrate_schema: bool = True) -> PgConnecti
     ``url``: a libpq URL (``postgresql://user@host:port/db``; ``?options=-csearch_path=x``
     selects a schema). The schema is migrated with the connecting role's rights (it must own
     the tables or be able to create them); afterwards a superuser connection switches to the
-    ``rheo_tenant`` role so row-level security applies to it too.
-    Raises StoreError when psycopg is missing or the server cannot be reached or migrated.
+    ``rheo_tenant`` role so row-level security applies to it too. Lock waits are bounded by
+    ``lock_timeout`` = `api.BUSY_TIMEOUT_S`, as SQLite's by its busy timeout (a statement's
+    own work is not bounded, on either store).
+    Raises StoreError when psycopg is missing or the server cannot be reached or migrated
+    (`schema.MissingExtensions` when the extensions search needs are missing and this role
+    may not create them).
     """
     try:
         import psycopg
     except ImportError:
         raise StoreError("PostgreSQL needs psycopg: install rheo's 'postgres' extra") from None
-    from . import pg_schema
+    from . import roles, schema
 
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to PostgreSQL: {_one_line(exc)}") from None
-    raw.adapters.register_loader("numeric", _numeric_loader())
     conn = PgConnection(raw, tenant, url=url)
     try:
+        _prepare(raw, conn.wait_s)
         if migrate_schema:
-            pg_schema.migrate(conn)
-        pg_schema.enter_tenant_role(conn)
+            schema.migrate(conn, after_step=roles.regrant_members)
+        schema.enter_tenant_role(conn)
+        roles.check_granted(conn)
         conn.set_tenant(tenant)
-    except (psycopg.Error, sqlite3.Error) as exc:
+    except StoreError as exc:
+        raw.close()
+        if isinstance(exc, DatabaseError):
+            raise StoreError(f"PostgreSQL store not usable: {_one_line(exc)}") from None
+        raise
+    except psycopg.Error as exc:
         raw.close()
         raise StoreError(f"PostgreSQL store not usable: {_one_line(exc)}") from None
     except BaseException:
         raw.close()
         raise
     return conn
+
+
+def _ms(seconds: float) -> str:
+    return f"{int(seconds * 1000)}ms"
+
+
+def _prepare(raw: Any, wait_s: float) -> None:
+    """What every new connection gets: ``numeric`` read as int or float, and lock waits
+    bounded by ``wait_s`` seconds."""
+    raw.adapters.register_loader("numeric", _numeric_loader())
+    raw.execute("SELECT set_config('lock_timeout', %s, false)", (_ms(wait_s),))
 
 
 def _numeric_loader() -> type:

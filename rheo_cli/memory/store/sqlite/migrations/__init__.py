@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from .. import crash
-from ..errors import NewerStore
+from ... import crash
+from ...errors import NewerStore
 from .v001_003 import m001_ledger, m002_memory, m003_job_leases
 from .v004_006 import CJK_GLOB, m004_trigram_index, m005_deferred_indexing, m006_no_replace
 from .v007_009 import m007_knowledge_base, m008_source_keys, m009_purge

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..errors import StoreError
+from ...errors import StoreError
 
 
 def run_script(conn: sqlite3.Connection, script: str) -> None:

@@ -7,7 +7,7 @@ The same schema ideas as the SQLite store (`migrations`), in PostgreSQL's terms:
 - full-text search is a stored ``tsvector`` column (``rheo_english``: PostgreSQL's English
   stemming and stop words with accents removed, the counterpart of FTS5's ``porter unicode61
   remove_diacritics``) with a GIN index, ranked by bm25 as FTS5 computes it
-  (`pgsearch.bm25_query`); text in scripts written without spaces (Chinese, Japanese,
+  (`search.bm25_query`); text in scripts written without spaces (Chinese, Japanese,
   Korean, Thai) is found through a ``pg_trgm`` trigram index over just those turns;
 - every table carries the profile (tenant) and has a row-level security policy
   ``profile = current_setting('rheo.tenant')`` with FORCE ROW LEVEL SECURITY, so the tables'
@@ -22,15 +22,15 @@ migration that has shipped: add a new one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .errors import NewerStore
+from ..errors import NewerStore, StoreError
 
 if TYPE_CHECKING:
-    from .pg import PgConnection
+    from .connection import PgConnection
 
 CJK_CLASS = "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u0e00-\u0e7f]"
 """Regular-expression class of characters from scripts written without spaces between words;
@@ -52,7 +52,7 @@ M002_TABLES = (
 )
 """The tenant tables migration m002 put under row-level security (frozen: m002's SQL)."""
 
-TENANT_TABLES = (*M002_TABLES, "purges", "profile_counters")
+TENANT_TABLES = (*M002_TABLES, "purges", "profile_counters", "postings")
 """Every table holding a tenant's rows (each has a ``profile`` column and a policy)."""
 
 
@@ -326,7 +326,7 @@ M004_PURGE = """
 """The one deliberate erase (``rheo purge``, SQLite's m009): the guards a purge must pass —
 deleting turns, digests, memory items and their history, and clearing a kept event's link
 to an erased row — stand aside only for rows of the tenant named by the transaction-local
-setting ``rheo.purge``, which only the engine's purge sets (`pg_purge`), inside its own
+setting ``rheo.purge``, which only the engine's purge sets (`purge.purge`), inside its own
 transaction. Updates of the ledger, TRUNCATE and every other guard never stand aside.
 ``purges`` holds the tombstones (what and when, never the content): append-only, per tenant."""
 
@@ -461,6 +461,251 @@ an import of an export made before the purge leaves them out; and the facts an e
 left superseded by nothing are given back (replaced by the newest active fact on their topic,
 or active again), as SQLite's m013 does."""
 
+POSTING_KINDS = {"turns": "t", "memory_items": "m", "digests": "d", "kb_chunks": "k"}
+"""Each searchable table's documents in ``postings``: the ``kind`` their rows carry."""
+
+TRIGRAM_KIND = "c"
+"""The ``kind`` of a turn's character trigrams (text in scripts without spaces)."""
+
+POSTING_COLUMNS = "profile, kind, lexeme, doc, tf, dl, positions"
+
+
+def postings_rows(source: str, kind: str) -> str:
+    """A SELECT of the ``postings`` rows (`POSTING_COLUMNS`) of every document in ``source``
+    (a table, or a trigger's transition table, with ``profile``, ``id`` and ``fts``): one row
+    per lexeme of its ``tsvector``, with the lexeme's count ``tf`` (a knowledge heading's
+    occurrences, weight A, count twice, as FTS5's ``bm25(kb_chunks_fts, 2.0, 1.0)`` weighs
+    the heading column), the document's length ``dl`` (every position of every lexeme) and
+    the lexeme's positions (for phrases)."""
+    tf = "cardinality(u.positions)"
+    if kind == POSTING_KINDS["kb_chunks"]:
+        tf += " + cardinality(array_positions(u.weights, 'A'))"
+    return (
+        f"SELECT n.profile, '{kind}'::\"char\" AS kind, u.lexeme, n.id AS doc, {tf} AS tf, "
+        "d.dl, u.positions "
+        f"FROM {source} n CROSS JOIN LATERAL (SELECT coalesce(sum(cardinality(x.positions)), 0)"
+        "::integer AS dl FROM unnest(n.fts) x) d CROSS JOIN LATERAL unnest(n.fts) u"
+    )
+
+
+def trigram_rows(source: str) -> str:
+    """A SELECT of the ``postings`` rows of the turns in ``source`` written in scripts
+    without spaces: every three-character piece of each run of three or more such characters
+    in the first `FTS_INDEXED_CHARS` characters, with how often it occurs (``tf``); no length
+    or positions (a match is checked against the text)."""
+    return (
+        f"SELECT n.profile, '{TRIGRAM_KIND}'::\"char\" AS kind, "
+        "substr(r.run[1], i, 3) AS lexeme, n.id AS doc, count(*)::integer AS tf, 0 AS dl, "
+        f"NULL::smallint[] AS positions FROM {source} n "
+        f"CROSS JOIN LATERAL regexp_matches(left(n.content, {FTS_INDEXED_CHARS}), "
+        f"'{CJK_CLASS}{{3,}}', 'g') AS r(run) "
+        "CROSS JOIN LATERAL generate_series(1, char_length(r.run[1]) - 2) AS i "
+        f"WHERE n.content ~ '{CJK_CLASS}' GROUP BY n.profile, n.id, substr(r.run[1], i, 3)"
+    )
+
+
+def _postings_triggers() -> str:
+    added = ""
+    removed = ""
+    for table, kind in POSTING_KINDS.items():
+        add = f"INSERT INTO postings({POSTING_COLUMNS}) {postings_rows('rheo_new', kind)};"
+        drop = (
+            f"DELETE FROM postings p USING ({postings_rows('rheo_old', kind)}) o "
+            "WHERE p.profile = o.profile AND p.kind = o.kind AND p.lexeme = o.lexeme "
+            "AND p.doc = o.doc;"
+        )
+        if table == "turns":
+            add += f"\n        INSERT INTO postings({POSTING_COLUMNS}) {trigram_rows('rheo_new')};"
+            drop += (
+                f"\n        DELETE FROM postings p USING ({trigram_rows('rheo_old')}) o "
+                "WHERE p.profile = o.profile AND p.kind = o.kind AND p.lexeme = o.lexeme "
+                "AND p.doc = o.doc;"
+            )
+        added += f"\n    WHEN '{kind}' THEN\n        {add}"
+        removed += f"\n    WHEN '{kind}' THEN\n        {drop}"
+    out = f"""
+    CREATE OR REPLACE FUNCTION rheo_postings_added() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+    CASE TG_ARGV[0]{added}
+    END CASE;
+    RETURN NULL;
+    END $$;
+    CREATE OR REPLACE FUNCTION rheo_postings_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+    CASE TG_ARGV[0]{removed}
+    END CASE;
+    RETURN NULL;
+    END $$;"""
+    return out
+
+
+POSTINGS_FUNCTIONS = _postings_triggers()
+"""The two trigger functions that keep ``postings`` in step with the searchable tables."""
+
+POSTINGS_TRIGGERS = {
+    f"{table}_postings_{verb}": (
+        f"CREATE TRIGGER {table}_postings_{verb} AFTER {event} ON {table} "
+        f"REFERENCING {which} TABLE AS {alias} FOR EACH STATEMENT "
+        f"EXECUTE FUNCTION rheo_postings_{verb}('{kind}')"
+    )
+    for table, kind in POSTING_KINDS.items()
+    for verb, event, which, alias in (
+        ("added", "INSERT", "NEW", "rheo_new"),
+        ("removed", "DELETE", "OLD", "rheo_old"),
+    )
+}
+"""Trigger name -> its CREATE statement: after each INSERT and DELETE statement on a
+searchable table, in the writer's transaction, its documents' postings are added or removed."""
+
+_KINDS = ", ".join(f"'{k}'" for k in [*POSTING_KINDS.values(), TRIGRAM_KIND])
+
+POSTINGS_TABLE = f"""
+    CREATE TABLE postings (
+        profile   TEXT NOT NULL,
+        kind      "char" NOT NULL CHECK (kind IN ({_KINDS})),
+        lexeme    TEXT COLLATE "C" NOT NULL,
+        doc       BIGINT NOT NULL,
+        tf        INTEGER NOT NULL,
+        dl        INTEGER NOT NULL,
+        positions SMALLINT[],
+        CONSTRAINT postings_pkey PRIMARY KEY (profile, kind, lexeme, doc) INCLUDE (tf, dl)
+    );"""
+
+
+def _backfill() -> str:
+    tables = [*POSTING_KINDS, "postings"]
+    out = "".join(f"\n    ALTER TABLE {t} NO FORCE ROW LEVEL SECURITY;" for t in tables)
+    for table, kind in POSTING_KINDS.items():
+        out += f"\n    INSERT INTO postings({POSTING_COLUMNS}) {postings_rows(table, kind)};"
+        if table == "turns":
+            out += f"\n    INSERT INTO postings({POSTING_COLUMNS}) {trigram_rows(table)};"
+    out += "".join(f"\n    ALTER TABLE {t} FORCE ROW LEVEL SECURITY;" for t in tables)
+    return out
+
+
+M008_POSTINGS = (
+    POSTINGS_TABLE
+    + _rls(("postings",))
+    + POSTINGS_FUNCTIONS
+    + "".join(f"\n    {sql};" for sql in POSTINGS_TRIGGERS.values())
+    + _backfill()
+    + """
+    DROP INDEX turns_fts, memory_items_fts, digests_fts, kb_chunks_fts, turns_cjk;
+    CREATE INDEX memory_items_source ON memory_items(profile, source_turn_id);
+"""
+)
+"""Search under forced row-level security with no superuser and no catalog change (issue
+22): each document's lexemes in ``postings`` (tenant, kind of document, lexeme, document,
+term frequency, document length, positions), kept by triggers in the writer's transaction
+and filled here for the rows already stored. Every search reads it with leakproof conditions
+only (text equality, a ``COLLATE "C"`` range for a prefix, integer comparisons), which
+PostgreSQL may use as index conditions under a policy; ``@@`` and ``LIKE`` (not leakproof)
+could not, which kept the GIN and trigram indexes unused: they are dropped. The ``tsvector``
+columns stay, as what the postings are computed from. Memory items get the index on their
+source turn SQLite has (m010 there): RELEVANT HISTORY asks which of a turn's facts were
+superseded."""
+
+GRANTS_TABLE = "tenant_grants"
+"""Which login roles may act for which profile (``rheo team grant``): (profile, member)."""
+
+OWNER_CHECK = (
+    "pg_has_role(session_user, (SELECT c.relowner FROM pg_catalog.pg_class c "
+    "WHERE c.oid = 'tenant_grants'::regclass), 'MEMBER')"
+)
+"""True for a login that owns rheo's tables (or is a member of the owning role, or a
+superuser): the single-login setup, which may act for every profile."""
+
+MEMBER_CHECK = (
+    "EXISTS (SELECT 1 FROM tenant_grants g WHERE g.profile = current_setting('rheo.tenant', "
+    "true) AND pg_has_role(session_user, g.member, 'MEMBER'))"
+)
+"""True when the login (or a role it belongs to) is granted the tenant the connection set."""
+
+TENANT_POLICY = (
+    "profile = current_setting('rheo.tenant', true) AND (SELECT pg_has_role(session_user, "
+    f"c.relowner, 'MEMBER') OR {MEMBER_CHECK} FROM pg_catalog.pg_class c "
+    "WHERE c.oid = 'tenant_grants'::regclass)"
+)
+"""Row-level security on every tenant table from m009 on: the row is the tenant the
+connection set, and the login may act for that tenant (it owns the tables, or is granted the
+tenant). The second part reads nothing of the row: a scalar subquery, which PostgreSQL
+computes once per statement (an InitPlan) and then only reads per row, while ``profile =
+...`` stays an index condition."""
+
+
+def _member_policies(tables: tuple[str, ...]) -> str:
+    return "".join(
+        f"""
+    ALTER POLICY {table}_tenant ON {table}
+        USING ({TENANT_POLICY}) WITH CHECK ({TENANT_POLICY});"""
+        for table in tables
+    )
+
+
+TENANT_LINKS = (
+    ("turns", "session_id", "sessions"),
+    ("memory_items", "source_turn_id", "turns"),
+    ("memory_items", "superseded_by", "memory_items"),
+    ("memory_items", "conflict_with", "memory_items"),
+    ("memory_events", "item_id", "memory_items"),
+    ("memory_events", "related_item_id", "memory_items"),
+    ("memory_events", "source_turn_id", "turns"),
+    ("digests", "session_id", "sessions"),
+    ("kb_documents", "replaced_by", "kb_documents"),
+    ("kb_chunks", "document_id", "kb_documents"),
+)
+"""Every reference from one row to another: (table, column, referenced table)."""
+
+
+def _tenant_links() -> str:
+    out = """
+    DROP INDEX sessions_profile;
+    CREATE UNIQUE INDEX sessions_profile ON sessions(profile, id);
+    DROP INDEX turns_profile;
+    CREATE UNIQUE INDEX turns_profile ON turns(profile, id);
+    CREATE UNIQUE INDEX memory_items_tenant_id ON memory_items(profile, id);
+    CREATE UNIQUE INDEX kb_documents_tenant_id ON kb_documents(profile, id);"""
+    for table, column, target in TENANT_LINKS:
+        out += f"""
+    ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_fkey;
+    ALTER TABLE {table} ADD CONSTRAINT {table}_{column}_fkey FOREIGN KEY (profile, {column})
+        REFERENCES {target}(profile, id) NOT VALID;"""
+    return out
+
+
+M009_MEMBER_LOGINS = (
+    f"""
+    CREATE TABLE {GRANTS_TABLE} (
+        profile    TEXT NOT NULL,
+        member     regrole NOT NULL,
+        granted_at TEXT NOT NULL,
+        PRIMARY KEY (profile, member)
+    );
+    ALTER TABLE {GRANTS_TABLE} ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE {GRANTS_TABLE} FORCE ROW LEVEL SECURITY;
+    CREATE POLICY {GRANTS_TABLE}_member ON {GRANTS_TABLE}
+        USING (pg_has_role(session_user, member, 'MEMBER') OR {OWNER_CHECK})
+        WITH CHECK ({OWNER_CHECK});
+    ALTER TABLE jobs DROP CONSTRAINT jobs_kind_ref_id_key;
+    ALTER TABLE jobs ADD CONSTRAINT jobs_profile_kind_ref_id_key UNIQUE (profile, kind, ref_id);
+"""
+    + _tenant_links()
+    + _member_policies((*M002_TABLES, "purges", "profile_counters", "postings"))
+)
+"""Each member's own login (issue 22): profiles map to database roles through
+``tenant_grants`` (profile, member role; a role may be granted several profiles, and a
+profile several roles), and every tenant table's policy checks the login's membership, not
+only the ``rheo.tenant`` the client chose: a login that neither owns rheo's tables nor is
+granted the profile sees no row of it and may write none, whatever it sets. The owner (the
+single-login setup) may act for every profile, as before. ``tenant_grants`` shows a member
+its own grants; only the owner may change it (``rheo team grant`` / ``revoke``). A job's
+reference is unique per profile, so another profile's job cannot pre-empt one; and every
+reference from one row to another names the profile too (``(profile, session_id) REFERENCES
+sessions(profile, id)``, `TENANT_LINKS`), so a row can only point at a row of its own tenant:
+a member cannot tie its rows to another profile's (which would block that profile's purge,
+and tell whether an id exists). Existing rows are not re-checked (``NOT VALID``): they were
+written by rheo, for one tenant each."""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
     ("m002_tenant_isolation", M002_TENANT_ISOLATION),
@@ -469,6 +714,8 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m005_profile_counters", M005_PROFILE_COUNTERS),
     ("m006_bounded_indexes", M006_BOUNDED_INDEXES),
     ("m007_purge_keys", M007_PURGE_KEYS),
+    ("m008_postings", M008_POSTINGS),
+    ("m009_member_logins", M009_MEMBER_LOGINS),
 ]
 """Every PostgreSQL migration, in order: ``(name, SQL script)``."""
 
@@ -481,6 +728,46 @@ EXTENSION_SETUP = (
 )
 """Installs the extensions search needs where none is installed (an existing one, in any
 schema, is used where it is)."""
+
+
+class MissingExtensions(StoreError):
+    """The extensions search needs are not installed in the database and the connecting
+    role may not create them (on a managed database: an administrator creates them once)."""
+
+
+def ensure_extensions(conn: PgConnection) -> None:
+    """Make sure the extensions search needs (`EXTENSION_SETUP`) are installed before the
+    schema is made: one already present (in any schema) is used as it is, whatever rights
+    this role has; a missing one is created in ``public`` when the role may (they are
+    trusted extensions: the database's owner, or a role with CREATE on it, may). Raises
+    MissingExtensions, naming them and the statement an administrator runs, when it may not.
+    """
+    import psycopg
+
+    raw = conn.raw
+    present = {
+        str(r[0])
+        for r in raw.execute(
+            "SELECT extname FROM pg_extension WHERE extname IN ('pg_trgm', 'unaccent')"
+        ).fetchall()
+    }
+    missing = [name for name in ("pg_trgm", "unaccent") if name not in present]
+    if not missing:
+        return
+    try:
+        with raw.transaction():
+            for name in missing:
+                raw.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
+    except psycopg.Error as exc:
+        role = raw.execute("SELECT current_user").fetchone()[0]
+        statements = " ".join(f"CREATE EXTENSION {name};" for name in missing)
+        why = " ".join(str(exc).split())[:160]
+        raise MissingExtensions(
+            f"the PostgreSQL extension(s) {', '.join(missing)} that search needs are not "
+            f"installed in this database, and role {role} may not create them ({why}): an "
+            f"administrator runs once, in this database: {statements}"
+        ) from None
+
 
 _TRGM_OPS = re.compile(r'(?<![\w."])gin_trgm_ops\b')
 
@@ -560,13 +847,17 @@ def schema_version(conn: PgConnection) -> int:
     return int(conn.raw.execute(f"SELECT count(*) FROM {found}").fetchone()[0])
 
 
-def migrate(conn: PgConnection) -> list[str]:
+def migrate(conn: PgConnection, after_step: Callable[[Any], None] | None = None) -> list[str]:
     """Apply pending migrations in order, each in its own transaction under an advisory lock;
-    return the names applied. Raises NewerStore for a database newer than this rheo."""
+    return the names applied. ``after_step(raw)`` runs in each step's transaction after its
+    script (`roles.regrant_members`: members' rights on a table the step added). Raises
+    NewerStore for a database newer than this rheo, MissingExtensions when the extensions
+    search needs are missing and cannot be made."""
     raw = conn.raw
     applied: list[str] = []
     if schema_version(conn) == SCHEMA_VERSION:
         return applied
+    ensure_extensions(conn)
     while True:
         with raw.transaction():
             raw.execute("SELECT pg_advisory_xact_lock(hashtext('rheo:migrate'))")
@@ -590,13 +881,17 @@ def migrate(conn: PgConnection) -> list[str]:
             )
             if _is_superuser(conn):
                 _grant_tenant_role(conn)
+            if after_step is not None:
+                after_step(raw)
             applied.append(name)
     return applied
 
 
 def enter_tenant_role(conn: PgConnection) -> None:
     """A superuser bypasses row-level security: make a superuser connection act as
-    `TENANT_ROLE` from now on (a normal role owning the tables is held by FORCE)."""
+    `TENANT_ROLE` from now on (a normal role owning the tables is held by FORCE). Whether the
+    login may act for the connection's profile is `roles.check_granted`'s, asked after this.
+    Raises StoreError."""
     if not _is_superuser(conn):
         return
     granted = conn.raw.execute(
@@ -607,7 +902,7 @@ def enter_tenant_role(conn: PgConnection) -> None:
     ).fetchone()[0]
     if not granted:
         _grant_tenant_role(conn)
-    conn.raw.execute(f"SET ROLE {TENANT_ROLE}")
+    conn.raw.execute(f"SET ROLE {TENANT_ROLE}")  # a superuser may act for every profile
 
 
 @contextmanager

@@ -11,9 +11,10 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .db import BUSY_TIMEOUT_S, write
+from ..api import Cursor
+from ..errors import DatabaseError, Integrity
+from .connection import SqliteConnection
 from .migrations import CJK_GLOB
-from .pg import dialect
 
 TABLES = (
     "sessions",
@@ -54,16 +55,16 @@ FTS_INDEXES: dict[str, tuple[str, str, str]] = {
 turns written in scripts without spaces (see `migrations.v004_006.m004_trigram_index`)."""
 
 
-DAMAGE = (sqlite3.DatabaseError, MemoryError)
-"""What SQLite raises on a damaged index: an error, or MemoryError (SQLITE_NOMEM) when a
-garbled FTS5 structure record gives absurd sizes."""
+DAMAGE = (DatabaseError, MemoryError)
+"""What a damaged index raises (SQLite's failure as rheo's error), or MemoryError
+(SQLITE_NOMEM) when a garbled FTS5 structure record gives absurd sizes."""
 
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def integrity_problems(conn: sqlite3.Connection) -> list[str]:
+def integrity_problems(conn: SqliteConnection) -> list[str]:
     """What ``PRAGMA integrity_check`` reports (empty when it says ok)."""
     try:
         rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check").fetchall()]
@@ -72,7 +73,7 @@ def integrity_problems(conn: sqlite3.Connection) -> list[str]:
     return [] if rows == ["ok"] else rows[:20]
 
 
-def read_only(conn: sqlite3.Connection) -> str | None:
+def read_only(conn: SqliteConnection) -> str | None:
     """Why the store cannot be written (SQLite's words), or None when it can: a write that
     changes nothing is tried and rolled back (a read-only file or folder, a read-only
     mount). Another process's lock is not read-only: None."""
@@ -82,7 +83,7 @@ def read_only(conn: sqlite3.Connection) -> str | None:
         conn.execute("PRAGMA busy_timeout = 0")
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("DELETE FROM fts_deferred WHERE 0")
-    except sqlite3.DatabaseError as exc:
+    except DatabaseError as exc:
         lowered = str(exc).lower()
         if "readonly" in lowered or "read-only" in lowered:
             return _one_line(exc)
@@ -90,7 +91,7 @@ def read_only(conn: sqlite3.Connection) -> str | None:
     finally:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.set_wait(conn.wait_s)
     return None
 
 
@@ -126,7 +127,7 @@ def _plain_tables(template: tuple[tuple[str, str, str, str], ...]) -> list[str]:
     ]
 
 
-def missing_tables(conn: sqlite3.Connection) -> list[str]:
+def missing_tables(conn: SqliteConnection) -> list[str]:
     """Tables and FTS indexes of the current schema that the database lacks (on a store of
     an older schema version, only those every version has)."""
     present = {
@@ -161,7 +162,7 @@ _REFERENCED = {
 never take (its AUTOINCREMENT counter went with it)."""
 
 
-def _sessions_from_turns(conn: sqlite3.Connection) -> None:
+def _sessions_from_turns(conn: SqliteConnection) -> None:
     """Sessions made again from the turns that name them (each turn keeps its session's id):
     profile, first and last turn's time, count; numbered per profile in id order, past
     every number the profile has shown."""
@@ -178,11 +179,11 @@ def _sessions_from_turns(conn: sqlite3.Connection) -> None:
             "ON CONFLICT(profile) DO UPDATE SET sessions_opened = "
             "max(sessions_opened, excluded.sessions_opened)"
         )
-    except sqlite3.DatabaseError:
+    except DatabaseError:
         return  # the turns cannot be read: the sessions stay empty
 
 
-def recreate_tables(conn: sqlite3.Connection, names: Sequence[str]) -> list[str]:
+def recreate_tables(conn: SqliteConnection, names: Sequence[str]) -> list[str]:
     """Make the missing ordinary tables ``names`` again, empty, as the current schema has
     them, with their indexes and triggers, in one transaction; their counters start past
     every id other tables still hold, so nothing left pointing at a lost row is taken for a
@@ -194,7 +195,7 @@ def recreate_tables(conn: sqlite3.Connection, names: Sequence[str]) -> list[str]
     chosen = [n for n in names if n in plain]
     if not chosen:
         return []
-    with write(conn):
+    with conn.store.write():
         present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master")}
         made = [n for n in chosen if n not in present]
         for kind in ("table", "index", "trigger"):
@@ -206,7 +207,7 @@ def recreate_tables(conn: sqlite3.Connection, names: Sequence[str]) -> list[str]
             for query in _REFERENCED.get(name, ()):
                 try:
                     floor = max(floor, int(conn.execute(query).fetchone()[0] or 0))
-                except sqlite3.DatabaseError:
+                except DatabaseError:
                     continue  # the referring table is missing too
             if floor:
                 conn.execute("DELETE FROM sqlite_sequence WHERE name = ?", (name,))
@@ -219,7 +220,7 @@ def recreate_tables(conn: sqlite3.Connection, names: Sequence[str]) -> list[str]
     return made
 
 
-def fts_problems(conn: sqlite3.Connection) -> dict[str, str]:
+def fts_problems(conn: SqliteConnection) -> dict[str, str]:
     """FTS5 ``integrity-check`` of every index against its table: index name -> problem.
 
     ``turns_cjk`` indexes a subset of turns by design, so it is checked for internal
@@ -232,7 +233,7 @@ def fts_problems(conn: sqlite3.Connection) -> dict[str, str]:
             continue
         rank = 0 if name == "turns_cjk" else 1
         try:
-            with write(conn):
+            with conn.store.write():
                 conn.execute(f"INSERT INTO {name}({name}, rank) VALUES('integrity-check', {rank})")
         except DAMAGE as exc:
             problems[name] = _one_line(exc) or "out of memory reading it: damaged"
@@ -250,7 +251,7 @@ TURN_INDEXES = ("turns_fts", "turns_cjk")
 def may_be_an_index(exc: BaseException) -> bool:
     """Whether a failed write may be a damaged or missing search index (not a lock, a
     read-only or full disk): worth rebuilding the indexes and trying once more."""
-    if isinstance(exc, sqlite3.IntegrityError):  # a constraint refused the row itself
+    if isinstance(exc, Integrity):  # a constraint refused the row itself
         return False
     return isinstance(exc, DAMAGE) and not any(w in str(exc).lower() for w in NOT_THE_INDEX)
 
@@ -278,7 +279,7 @@ def _fresh_shadows(name: str) -> list[tuple[str, str, list[tuple[object, ...]]]]
         scratch.close()
 
 
-def _reset_shadows(conn: sqlite3.Connection, name: str) -> None:
+def _reset_shadows(conn: SqliteConnection, name: str) -> None:
     """Make the FTS5 index ``name`` empty and sound again when it cannot even be opened (its
     structure record or configuration garbled, a shadow table dropped: FTS5's own
     'delete-all' and DROP TABLE both need to open it): every shadow table is dropped and
@@ -290,13 +291,12 @@ def _reset_shadows(conn: sqlite3.Connection, name: str) -> None:
             conn.execute(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(row))})', row)
 
 
-def rebuild_indexes(conn: sqlite3.Connection, names: list[str] | None = None) -> list[str]:
+def rebuild_indexes(conn: SqliteConnection, names: list[str] | None = None) -> list[str]:
     """Rebuild FTS5 indexes (all, or ``names``) from their tables, recreating a missing one
     and the shadow tables of one that cannot be opened, in one transaction. Returns the
-    names rebuilt. Raises sqlite3.DatabaseError when a content table itself cannot be
-    read."""
+    names rebuilt. Raises DatabaseError when a content table itself cannot be read."""
     chosen = list(FTS_INDEXES) if names is None else [n for n in names if n in FTS_INDEXES]
-    with write(conn):
+    with conn.store.write():
         present = {
             str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
@@ -307,7 +307,7 @@ def rebuild_indexes(conn: sqlite3.Connection, names: list[str] | None = None) ->
                 # them; the rebuild then reads only the table. An index that cannot be
                 # opened at all gets new shadow tables instead.
                 try:
-                    with write(conn):
+                    with conn.store.write():
                         conn.execute(f"INSERT INTO {name}({name}) VALUES('delete-all')")
                 except DAMAGE as exc:
                     if not may_be_an_index(exc):
@@ -330,33 +330,27 @@ def rebuild_indexes(conn: sqlite3.Connection, names: list[str] | None = None) ->
     return chosen
 
 
-REPAIR_NOTICES: list[Callable[[str], None]] = []
-"""Called with one line whenever a write rebuilt a damaged search index to go through (a
-front end shows it); the engine itself prints nothing."""
-
-
 def execute_indexed(
-    conn: sqlite3.Connection,
+    conn: SqliteConnection,
     names: Sequence[str],
     sql: str,
-    params: Sequence[Any] | Sequence[Sequence[Any]] = (),
+    params: Any = (),
     *,
     many: bool = False,
-) -> sqlite3.Cursor:
+    notices: Sequence[Callable[[str], None]] = (),
+) -> Cursor:
     """Run an insert whose triggers write the FTS5 indexes ``names`` (``many``: with
     executemany) so that a damaged or missing index never refuses it: on a failure that may
     be the index, the indexes are rebuilt from their tables (inside the caller's
-    transaction) and the insert is run once more, and `REPAIR_NOTICES` are told. Any other
+    transaction) and the insert is run once more, and ``notices`` are told. Any other
     failure, or one the rebuild cannot mend, is raised as it was."""
 
-    def run() -> sqlite3.Cursor:
-        with write(conn):  # a savepoint inside the caller's transaction
+    def run() -> Cursor:
+        with conn.store.write():  # a savepoint inside the caller's transaction
             if many:
                 return conn.executemany(sql, params)
             return conn.execute(sql, params)
 
-    if dialect(conn) != "sqlite":
-        return run()
     try:
         return run()
     except DAMAGE as exc:
@@ -368,19 +362,19 @@ def execute_indexed(
             raise exc from None
         cur = run()
         why = " ".join(str(exc).split())[:120] or type(exc).__name__
-        for notice in REPAIR_NOTICES:
+        for notice in notices:
             notice(f"the search index was damaged ({why}); rebuilt {', '.join(rebuilt)}")
         return cur
 
 
-def mend_unopenable(conn: sqlite3.Connection, *, notify: bool = True) -> str | None:
+def mend_unopenable(
+    conn: SqliteConnection, *, notices: Sequence[Callable[[str], None]] = ()
+) -> str | None:
     """Rebuild the FTS5 indexes that cannot even be opened — a garbled structure record or
     configuration, a dropped shadow table or index — before writes that would otherwise fail
     on them (an import, a turn); one prepared statement per index, no row read. Returns the
-    one-line note of what was rebuilt (also told to `REPAIR_NOTICES` when ``notify``), or
-    None when every index opens (always on PostgreSQL)."""
-    if dialect(conn) != "sqlite":
-        return None
+    one-line note of what was rebuilt (also told to ``notices``), or None when every index
+    opens."""
     broken: dict[str, str] = {}
     for name in FTS_INDEXES:
         try:  # a term lookup: opens the index, reads its structure record and one b-tree
@@ -397,7 +391,6 @@ def mend_unopenable(conn: sqlite3.Connection, *, notify: bool = True) -> str | N
         f"the search index was damaged ({'; '.join(broken.values())}); rebuilt "
         f"{', '.join(rebuilt)} from the stored rows"
     )
-    if notify:
-        for notice in REPAIR_NOTICES:
-            notice(note)
+    for notice in notices:
+        notice(note)
     return note
