@@ -461,6 +461,24 @@ an import of an export made before the purge leaves them out; and the facts an e
 left superseded by nothing are given back (replaced by the newest active fact on their topic,
 or active again), as SQLite's m013 does."""
 
+M008_MEMORY_WINDOWS = """
+    ALTER TABLE memory_items ADD COLUMN valid_from TEXT;
+    ALTER TABLE memory_items ADD COLUMN valid_until TEXT;
+    DROP TRIGGER memory_items_content_fixed ON memory_items;
+    CREATE TRIGGER memory_items_content_fixed BEFORE UPDATE OF
+        profile, category, topic, label, properties, content_key, source_turn_id, created_at,
+        valid_from, valid_until
+        ON memory_items FOR EACH ROW
+        EXECUTE FUNCTION rheo_refuse('memory item content is immutable: write a new item');
+    ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_kind_check;
+    ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check
+        CHECK (kind IN ('extract', 'digest', 'consolidate'));
+    ALTER TABLE jobs ADD COLUMN failures_alike BIGINT NOT NULL DEFAULT 0;
+"""
+"""Validity windows of facts and consolidation jobs (SQLite's m014): ``valid_from`` /
+``valid_until`` on memory items (part of their immutable content), the ``consolidate`` job
+kind, and ``failures_alike``, the failed attempts in a row that ended with the same error."""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
     ("m002_tenant_isolation", M002_TENANT_ISOLATION),
@@ -469,6 +487,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m005_profile_counters", M005_PROFILE_COUNTERS),
     ("m006_bounded_indexes", M006_BOUNDED_INDEXES),
     ("m007_purge_keys", M007_PURGE_KEYS),
+    ("m008_memory_windows", M008_MEMORY_WINDOWS),
 ]
 """Every PostgreSQL migration, in order: ``(name, SQL script)``."""
 
