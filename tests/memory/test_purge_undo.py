@@ -252,7 +252,7 @@ def test_a_retraction_asked_for_in_a_purged_turn_stands_without_its_words(conn):
     ask = talk.turn(f"forget that I like green tea {MARK}")
     notes = honour(conn, profile="default", turn_id=ask, text=f"forget that I like "
                             f"green tea {MARK}", now=talk.when(), settings=SETTINGS)  # fmt: skip
-    assert notes == [f"retracted #{tea.id}"] and MARK in events_text(conn, tea.id)
+    assert notes == [f"forgot #{tea.id} (Green tea)"] and MARK in events_text(conn, tea.id)
     purge_turn(conn, ask)
     assert get_item(conn, "default", tea.id).status == "retracted"
     last = history(conn, "default", tea.id)[-1]
