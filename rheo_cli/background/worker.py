@@ -35,7 +35,7 @@ from ..memory.store.settings import Settings
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
 from ..services import Services
-from . import digest_job, extract_job
+from . import consolidate_job, digest_job, extract_job
 from .extractors import AllExtractorsFailed
 
 BACKOFF_S = (30.0, 120.0, 600.0, 3600.0)
@@ -113,6 +113,8 @@ def run_job(rt: Services, job: jobs.Job, worker: str) -> list[str]:
         return extract_job.run(rt, job, worker)
     if job.kind == "digest":
         return digest_job.run(rt, job, worker)
+    if job.kind == "consolidate":
+        return consolidate_job.run(rt, job, worker)
     raise ValueError(f"unknown job kind {job.kind!r}")
 
 
@@ -217,6 +219,8 @@ def run_pending(
                 EngineError,
                 LookupError,
                 digest_job.DigestUnusable,
+                extract_job.ExtractionUnreadable,
+                consolidate_job.ConsolidationUnreadable,
                 OSError,
             )
             error = (

@@ -23,7 +23,7 @@ jobs_app = typer.Typer(
     epilog="Example: rheo jobs list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Background jobs: extraction and digests.",
+    help="Background jobs: extraction, digests and memory reviews.",
     no_args_is_help=True,
 )
 
@@ -107,12 +107,14 @@ def maintain(
         typer.Option("--retry-failed", help="Re-queue jobs that failed for good, then run them."),
     ] = False,
 ) -> None:
-    """Run pending memory work now (extraction, digests).
+    """Run pending memory work now (extraction, digests, consolidation).
 
-    Queues digests for sessions that have closed, then runs every pending job of this one
-    profile in the foreground (another profile: --profile NAME), including ones waiting to be
-    retried after a failure. Jobs that failed for good (5 failed calls) stay failed unless
-    --retry-failed re-queues them.
+    Queues digests for sessions that have closed and, when facts were written since the last
+    review, a consolidation (a small model looks for duplicates and stale facts), then runs
+    every pending job of this one profile in the foreground (another profile: --profile
+    NAME), including ones waiting to be retried after a failure. Jobs that failed for good (5
+    failed calls, or 3 failing the same way) stay failed unless --retry-failed re-queues
+    them.
 
     \b
     Examples:
@@ -124,6 +126,7 @@ def maintain(
 
     from ..background.worker import run_pending, worker_lock
     from ..memory import jobs
+    from ..memory.facts import consolidate
     from ..memory.store.timeutil import to_stored
 
     rt = runtime_for(profile)
@@ -139,6 +142,8 @@ def maintain(
         jobs.enqueue(
             rt.conn, profile=rt.profile, kind="digest", ref_id=session_id, ts=to_stored(now)
         )
+    # The facts are reviewed for duplicates and stale ones too, when any was written since.
+    consolidate.enqueue(rt.conn, rt.profile, to_stored(now))
     import time
 
     total = jobs.runnable_count(
@@ -195,7 +200,9 @@ def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
     attempt; an earlier attempt's error is shown only while the job is still failing."""
     j: Any = job
     session = (numbers or {}).get(j.ref_id, j.ref_id)
-    ref = f"session s{session}" if j.kind == "digest" else f"turn #{j.ref_id}"
+    ref = {"digest": f"session s{session}", "consolidate": "memory review"}.get(
+        j.kind, f"turn #{j.ref_id}"
+    )
     tries = f"{j.attempts} attempt{'s' if j.attempts != 1 else ''}"
     if j.status == "done":
         state = f"done ({tries})" if j.attempts > 1 else "done"

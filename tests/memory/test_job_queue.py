@@ -47,6 +47,31 @@ def test_complete_and_fail_only_change_a_job_the_worker_still_holds(tmp_path):
     assert (job.status, job.attempts, job.notes, job.last_error) == ("done", 0, ["ok"], None)
 
 
+def test_a_job_failing_the_same_way_three_times_stops_being_relaunched(tmp_path):
+    """Issue 23: the same error (numbers aside) three times in a row: failed at once, not
+    tried up to five times; another error in between starts the count again."""
+    conn = _queue(tmp_path)
+    jobs.enqueue(conn, profile="p", kind="extract", ref_id=2, ts=TS)
+
+    def run(job_id, errors):
+        out = []
+        for n, failure in enumerate(errors):
+            other = frozenset({3 - job_id})
+            job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS, exclude=other)
+            assert job is not None and job.id == job_id
+            out.append(jobs.fail(conn, job.id, worker="h:1", error=failure, ts=TS, retry_at=0))
+        return out
+
+    alike = ["reply unreadable after 3 s", "reply unreadable after 4 s"]
+    assert run(1, [*alike, "reply unreadable after 5 s"]) == ["pending", "pending", "failed"]
+    assert (jobs.get_job(conn, 1).attempts, jobs.get_job(conn, 1).failures_alike) == (3, 3)
+    mixed = ["reply unreadable after 3 s", "timeout", *alike]
+    assert run(2, mixed) == ["pending"] * 4
+    assert jobs.get_job(conn, 2).failures_alike == 2
+    assert jobs.retry_failed(conn, profile="p", ts=TS) == 1
+    assert jobs.get_job(conn, 1).failures_alike == 0
+
+
 def test_renew_extends_only_the_holders_lease(tmp_path):
     conn = _queue(tmp_path)
     job = jobs.claim(conn, worker="h:1", wall_now=1000.0, ts=TS, lease_s=10)
@@ -62,7 +87,8 @@ def test_only_failed_calls_count_and_failed_jobs_wait_for_retry_failed(tmp_path)
     for n in range(jobs.MAX_ATTEMPTS):
         job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS)
         assert job is not None and job.attempts == n
-        status = jobs.fail(conn, job.id, worker="h:1", error="boom", ts=TS, retry_at=0)
+        error = f"boom {'abcde'[n]}"  # five different failures: five attempts
+        status = jobs.fail(conn, job.id, worker="h:1", error=error, ts=TS, retry_at=0)
     assert status == "failed"
     assert jobs.claim(conn, worker="h:1", wall_now=1e9, ts=TS, ignore_backoff=True) is None
     assert jobs.retry_failed(conn, profile="other", ts=TS) == 0

@@ -54,9 +54,9 @@ def section_overhead(name: str, preamble: str) -> int:
 
 ESSENTIAL = (OPEN_ITEMS, CURRENT_MEMORY)
 """Sections whose essential lines (`Line.essential`) are kept before anything else."""
-RESERVE_SHARE = 0.5
-"""Essential lines are kept first up to this share of the budget (beyond it, with many
-facts matching, they compete by rank like any line): the conversation keeps room too."""
+RESERVE_SHARE = 1.0
+"""Essential lines are kept first up to this share of the budget: all of it, so they are the
+last to go at any budget (facts matching a message are few: the cap bounds them)."""
 
 
 def reserve(
