@@ -9,8 +9,8 @@ Five checks, reading only:
 - ``unreinforced``: facts nobody has said again for months (`UNREINFORCED_DAYS`) and that are
   not pinned: still true (``rheo memory pin ID``) or not (``rheo memory forget ID``)?
 - ``secret``: facts that look like a secret — a credential, or a number, key, password, card
-  or passport with its value — to forget (``rheo memory forget ID``; ``rheo purge turn T``
-  erases the words from the ledger too);
+  or passport with its value (shown masked) — to forget (``rheo memory forget ID``;
+  ``rheo purge turn T`` erases the words from the ledger too);
 - ``written_for``: facts a model or a client wrote (the chat model's ``write_memory``, an MCP
   client) rather than the person stating them: worth a look (``rheo memory show ID``);
 - ``tokens``: what CURRENT MEMORY costs in every request, against the context budget; over
@@ -29,7 +29,7 @@ from ..memory.context.assemble import PREAMBLES
 from ..memory.context.sources import memory_lines
 from ..memory.facts.consolidate import says_all
 from ..memory.facts.fact import WRITTEN_FOR
-from ..memory.facts.forgetting import SECRET_WORDS
+from ..memory.facts.forgetting import SECRET_WORDS, shown
 from ..memory.facts.items import MemoryItem, list_items
 from ..memory.retrieval.lines import CURRENT_MEMORY
 from ..memory.store.timeutil import from_stored
@@ -117,7 +117,7 @@ def audit(app: App) -> Report:
                 Finding(
                     "secret",
                     (item.id,),
-                    f"#{item.id} looks like a secret: {_short(item)}",
+                    f"#{item.id} looks like a secret: {shown(item)}",  # its value masked
                     f"rheo memory forget {item.id}{turn}",
                 )  # fmt: skip
             )

@@ -1,5 +1,5 @@
-"""Issue 23, each sentence of its problem list tried again as written: through ``rheo ask``,
-``rheo maintain``, ``rheo context``, ``rheo memory`` and ``rheo doctor`` with the fake
+"""Memory over months, each problem people reported tried again as written: through ``rheo
+ask``, ``rheo maintain``, ``rheo context``, ``rheo memory`` and ``rheo doctor`` with the fake
 Messages API, on SQLite and on PostgreSQL (and with the Redis hot cache).
 
 The extractor writes facts in the third person ("Ana uses Neovim"), as a model does."""
