@@ -84,11 +84,7 @@ def remember(
     acts on the shared item; a shared fact naming the turn's assistant's own item follows it.
     Raises InvalidInput for a malformed fact or relation, NotFound for an unknown source turn.
     """
-    if source not in SOURCES:
-        raise InvalidInput(f"unknown memory source {source!r}")
-    if relation is not None and relation not in RELATIONS:
-        raise InvalidInput(f"unknown relation {relation!r}; use one of {', '.join(RELATIONS)}")
-    fact = check_fact(fact)
+    fact = _checked(fact, source, relation)
     ts = to_stored(now)
     with write(conn):
         profile, own = _owner(conn, source_turn_id, profile, assistant)
@@ -136,42 +132,78 @@ def remember(
             return _said_before(
                 conn, profile, fact, later, ts, source, source_turn_id, settings, assistant, notes
             )
-        announced = bool(replaced) and changes.stated(conn, fact, source_turn_id, replaced)
-        pinned = (
-            fact.pinned
-            or carries_pin(replaced, source, source_turn_id)
-            or (announced and any(old.pinned for old in replaced))
-        )
-        item = _create(
-            conn,
-            profile,
-            replace(fact, pinned=pinned),
-            ts,
-            source,
-            source_turn_id,
-            settings,
-            assistant,
-        )
-        previous, conflict = supersede_all(
-            conn,
-            replaced,
-            item,
-            ts=ts,
-            now=now,
-            source=source,
-            source_turn_id=source_turn_id,
-            relation=relation,
-            settings=settings,
-            restated=refiled,
-            announced=announced,
-        )
-        if announced and previous is not None:
-            notes.append("a change the person stated: applied")
-        evicted = enforce_cap(
-            conn, profile, assistant, ts, settings, now, keep=item.id,
-            source_turn_id=source_turn_id,
+        return _write_change(
+            conn, profile, fact, replaced, refiled, ts=ts, now=now, source=source,
+            source_turn_id=source_turn_id, relation=relation, settings=settings,
+            assistant=assistant, notes=notes,
         )  # fmt: skip
-        item = get_item(conn, profile, item.id)
+
+
+def _checked(fact: Fact, source: str, relation: Relation | None) -> Fact:
+    """``fact`` checked (`check_fact`); raises InvalidInput for an unknown source or
+    relation."""
+    if source not in SOURCES:
+        raise InvalidInput(f"unknown memory source {source!r}")
+    if relation is not None and relation not in RELATIONS:
+        raise InvalidInput(f"unknown relation {relation!r}; use one of {', '.join(RELATIONS)}")
+    return check_fact(fact)
+
+
+def _write_change(
+    conn: sqlite3.Connection,
+    profile: str,
+    fact: Fact,
+    replaced: list[MemoryItem],
+    refiled: MemoryItem | None,
+    *,
+    ts: str,
+    now: datetime,
+    source: str,
+    source_turn_id: int | None,
+    relation: Relation | None,
+    settings: Settings,
+    assistant: str | None,
+    notes: list[str],
+) -> Outcome:
+    """The new item for ``fact``, superseding ``replaced`` (flagged as a conflict unless the
+    person stated the change: `changes.stated`), then the cap enforced; inside the caller's
+    transaction."""
+    announced = bool(replaced) and changes.stated(conn, fact, source_turn_id, replaced)
+    pinned = (
+        fact.pinned
+        or carries_pin(replaced, source, source_turn_id)
+        or (announced and any(old.pinned for old in replaced))
+    )
+    item = _create(
+        conn,
+        profile,
+        replace(fact, pinned=pinned),
+        ts,
+        source,
+        source_turn_id,
+        settings,
+        assistant,
+    )
+    previous, conflict = supersede_all(
+        conn,
+        replaced,
+        item,
+        ts=ts,
+        now=now,
+        source=source,
+        source_turn_id=source_turn_id,
+        relation=relation,
+        settings=settings,
+        restated=refiled,
+        announced=announced,
+    )
+    if announced and previous is not None:
+        notes.append("a change the person stated: applied")
+    evicted = enforce_cap(
+        conn, profile, assistant, ts, settings, now, keep=item.id,
+        source_turn_id=source_turn_id,
+    )  # fmt: skip
+    item = get_item(conn, profile, item.id)
     return Outcome(
         "superseded" if previous else "created",
         item,
