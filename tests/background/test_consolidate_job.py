@@ -127,3 +127,27 @@ def test_an_unreadable_review_changes_nothing_and_fails_visibly(rheo, api, store
     ))  # fmt: skip
     assert rheo("maintain", "--retry-failed").exit_code == 0
     assert dog not in listed(rheo) and pets in listed(rheo)
+
+
+@pytest.mark.parametrize(("written", "reviewed"), [(2, False), (3, True)])
+def test_a_closed_session_queues_a_review_once_enough_facts_were_written(
+    rheo, api, store, monkeypatch, written, reviewed
+):
+    """In the background (a session's digest, not ``rheo maintain``), a review is queued only
+    once three facts were written since the last one."""
+    from rheo_cli.app import jobs
+    from rheo_cli.app.app import build
+
+    labels = ["Ana has a dog Rex and a cat Tom", "Ana's dog is Rex", "Ana's cat Tom is old"]
+    for n, label in enumerate(labels[:written]):
+        add(rheo, monkeypatch, f"2026-05-04T09:0{n}:00Z", label, f"pet {n}")
+    route(api, chat=text("Noted."))
+    assert rheo("ask", "Hello there.").exit_code == 0
+    monkeypatch.setenv("RHEO_NOW", "2026-05-04T15:00:00Z")  # the session closed by time
+    with build() as app:
+        assert jobs.queue_digests(app)
+        summary = jobs.run_pending(app)
+        kinds = sorted(j.kind for j in jobs.jobs(app))
+    assert not summary.failed
+    assert ("consolidate" in kinds) is reviewed
+    assert bool(reviews(api)) is reviewed
