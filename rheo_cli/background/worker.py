@@ -236,6 +236,7 @@ def run_pending(
                 error=error,
                 ts=to_stored(rt.now()),
                 retry_at=retry_at,
+                transient=isinstance(exc, (AllExtractorsFailed, ProviderError, OSError)),
             )
             if status is None:  # another worker holds or finished it: not ours to count
                 summary.lost.append(job)

@@ -7,7 +7,8 @@ worker — a killed worker loses nothing, and its takeover is not counted as an 
 Finishing or failing a job is compare-and-set on the lease holder: a worker that lost its
 lease changes nothing. Only a call that actually failed counts; a job is retried with backoff
 up to `MAX_ATTEMPTS` times — or until it failed `SAME_FAILURES` times in a row the same way
-(the same error: a model whose reply never parses is not asked five times) — then marked
+(the same error: a model whose reply never parses is not asked five times; a model that
+could not be reached at all is an outage, waited out up to `MAX_ATTEMPTS`) — then marked
 failed with its last error, until the person re-queues it (`retry_failed`, ``rheo maintain
 --retry-failed``).
 """
@@ -207,10 +208,13 @@ def fail(
     retry_at: float,
     notes: list[str] | None = None,
     max_attempts: int = MAX_ATTEMPTS,
+    transient: bool = False,
 ) -> str | None:
     """Count a failed attempt of a job ``worker`` holds: back to pending until ``retry_at``
     (Unix seconds), or failed once it has failed ``max_attempts`` times, or `SAME_FAILURES`
-    times in a row with the same error (`same_error`). Returns the new status, or None when
+    times in a row with the same error (`same_error`) — unless ``transient`` (no model could
+    be reached: an outage is the same error every time, and waiting is the cure, so only
+    ``max_attempts`` counts). Returns the new status, or None when
     the job is no longer this worker's (nothing is changed: a job another worker finished
     stays done)."""
     with write(conn):
@@ -223,6 +227,7 @@ def fail(
             return None
         attempts = int(row[0]) + 1
         alike = int(row[2] or 0) + 1 if same_error(error[:500], row[1]) else 1
+        alike = 0 if transient else alike
         failing = attempts >= max_attempts or alike >= SAME_FAILURES
         status = "failed" if failing else "pending"
         conn.execute(

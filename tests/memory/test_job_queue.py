@@ -48,8 +48,8 @@ def test_complete_and_fail_only_change_a_job_the_worker_still_holds(tmp_path):
 
 
 def test_a_job_failing_the_same_way_three_times_stops_being_relaunched(tmp_path):
-    """Issue 23: the same error (numbers aside) three times in a row: failed at once, not
-    tried up to five times; another error in between starts the count again."""
+    """The same error (numbers aside) three times in a row: failed at once, not tried up to
+    five times; another error in between starts the count again."""
     conn = _queue(tmp_path)
     jobs.enqueue(conn, profile="p", kind="extract", ref_id=2, ts=TS)
 
@@ -70,6 +70,19 @@ def test_a_job_failing_the_same_way_three_times_stops_being_relaunched(tmp_path)
     assert jobs.get_job(conn, 2).failures_alike == 2
     assert jobs.retry_failed(conn, profile="p", ts=TS) == 1
     assert jobs.get_job(conn, 1).failures_alike == 0
+
+
+def test_an_outage_is_waited_out_for_every_attempt(tmp_path):
+    """No model reachable is the same error each time, but a transient one: the job is tried
+    `MAX_ATTEMPTS` times, not failed after `SAME_FAILURES`."""
+    conn = _queue(tmp_path)
+    statuses = []
+    for n in range(jobs.MAX_ATTEMPTS):
+        job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS)
+        assert job is not None
+        statuses.append(jobs.fail(conn, job.id, worker="h:1", error="every model down", ts=TS,
+                                  retry_at=0, transient=True))  # fmt: skip
+    assert statuses == ["pending"] * (jobs.MAX_ATTEMPTS - 1) + ["failed"]
 
 
 def test_renew_extends_only_the_holders_lease(tmp_path):
