@@ -1046,6 +1046,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+_NOTHING_FOUND: dict[str, dict[str, Any]] = {
+    "record_facts": {"facts": []},
+    "record_consolidation": {"actions": []},
+}
+"""What the default handler answers a request forcing one of these tools: nothing found."""
+
+
 class FakeAnthropic:
     """A fake Anthropic Messages API on ``127.0.0.1:<random port>``, served from a daemon thread.
 
@@ -1056,7 +1063,9 @@ class FakeAnthropic:
     - ``requests``: every :class:`Recorded` request, in arrival order (any path/method).
     - ``handler``: ``(Recorded) -> Reply`` used when the queue is empty; settable. The default
       handler returns ``default``.
-    - ``default``: the :class:`Reply` returned by the default handler (initially ``text("ok")``).
+    - ``default``: the :class:`Reply` returned by the default handler (initially ``text("ok")``;
+      while unchanged, a request forcing ``record_facts`` or ``record_consolidation`` gets an
+      empty list of them instead).
     - ``errors``: exceptions raised by a custom ``handler`` (each answered with a 500) or,
       should the fake itself have a bug, while writing a response (connection dropped).
     - ``validate``: check ``/v1/messages`` bodies like the real API (see
@@ -1068,6 +1077,7 @@ class FakeAnthropic:
         self.requests: list[Recorded] = []
         self.errors: list[BaseException] = []
         self.default: Reply = text("ok")
+        self._initial_default = self.default
         self.handler: Callable[[Recorded], Reply] = self._default_handler
         self._queue: deque[Reply] = deque()
         self._cond = threading.Condition()
@@ -1188,6 +1198,13 @@ class FakeAnthropic:
     # -- internals (called from handler threads) ------------------------------------
 
     def _default_handler(self, rec: Recorded) -> Reply:
+        # A model made to record facts or a memory review, with nothing queued for it, finds
+        # nothing (rather than answering "ok", which rheo rightly fails as unreadable).
+        if self.default is self._initial_default:
+            choice = rec.body.get("tool_choice") if isinstance(rec.body, dict) else None
+            name = choice.get("name") if isinstance(choice, dict) else None
+            if name in _NOTHING_FOUND:
+                return structured(_NOTHING_FOUND[name])
         return self.default
 
     def _choose_reply(self, rec: Recorded) -> Reply:

@@ -21,6 +21,8 @@ from rheo_cli.providers.base import (
     Usage,
 )
 
+_NOTHING_FOUND = {"record_facts": '{"facts": []}', "record_consolidation": '{"actions": []}'}
+
 
 @dataclass
 class Canned:
@@ -73,7 +75,16 @@ class FakeProvider:
         yield Finished(stop_reason=stop, usage=reply.usage, model=request.model, content=content)
 
     def complete(self, request: ChatRequest) -> tuple[str, Usage, str]:
-        """The next canned reply whole: ``(text, usage, model)``; raises its error if it has one."""
+        """The next canned reply whole: ``(text, usage, model)``; raises its error if it has one.
+        With nothing queued, a request forcing ``record_facts`` or ``record_consolidation``
+        gets an empty list of them (a model that found nothing)."""
+        if not self.queue and request.tool_choice in _NOTHING_FOUND:
+            self.requests.append(request)
+            return (
+                _NOTHING_FOUND[request.tool_choice],
+                Usage(input_tokens=10, output_tokens=5),
+                (request.model),
+            )
         reply = self._next(request)
         if reply.error is not None:
             raise reply.error

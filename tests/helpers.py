@@ -68,18 +68,29 @@ def request_text(recorded: Any) -> str:
 
 
 def kind_of(recorded: Any) -> str:
-    """``"extract"``, ``"digest"`` or ``"chat"``: which of rheo's calls a request is."""
+    """``"extract"``, ``"digest"``, ``"consolidate"`` or ``"chat"``: which of rheo's calls a
+    request is."""
     system = " ".join(b.get("text", "") for b in recorded.body.get("system", []))
     if system.startswith("You extract durable facts"):
         return "extract"
     if system.startswith("You summarise one finished"):
         return "digest"
+    if system.startswith("You review the facts"):
+        return "consolidate"
     return "chat"
 
 
-def route(api: Any, *, chat: Any = None, extract: Any = None, digest: Any = None) -> None:
-    """Answer chat, extraction and digest calls differently. Each answer is a Reply, a list
-    of Replies (used in order, the last one repeating) or a callable ``(recorded) -> Reply``."""
+def route(
+    api: Any,
+    *,
+    chat: Any = None,
+    extract: Any = None,
+    digest: Any = None,
+    consolidate: Any = None,
+) -> None:
+    """Answer chat, extraction, digest and consolidation calls differently. Each answer is a
+    Reply, a list of Replies (used in order, the last one repeating) or a callable
+    ``(recorded) -> Reply``; unset, a reply with nothing in it."""
     from fakeapi import text
 
     def pick(answer: Any, default: Any, rec: Any, counts: dict[str, int], key: str) -> Any:
@@ -103,6 +114,8 @@ def route(api: Any, *, chat: Any = None, extract: Any = None, digest: Any = None
             return pick(
                 digest, text('{"narrative": "A short chat.", "facts": []}'), rec, counts, kind
             )
+        if kind == "consolidate":
+            return pick(consolidate, text('{"actions": []}'), rec, counts, kind)
         return pick(chat, text("ok"), rec, counts, kind)
 
     api.handler = handler

@@ -3,8 +3,9 @@ of facts, queued as jobs — run now (``rheo maintain``), listed (``rheo jobs``)
 the detached worker (the REPL at start).
 
 Every function takes the `App` first and works on its profile. Jobs are the engine's `Job`
-(``kind`` extract or digest; ``ref_id`` the assistant turn or the session; ``number`` the
-job's number within the profile); a run's result is the worker's `Summary`.
+(``kind`` extract, digest or consolidate; ``ref_id`` the assistant turn, the session, or the
+memory event a review starts after; ``number`` the job's number within the profile); a run's
+result is the worker's `Summary`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "failed_count",
     "jobs",
     "queue_digests",
+    "queue_review",
     "retry_failed",
     "run_pending",
     "start_background",
@@ -53,6 +55,15 @@ def queue_digests(app: App) -> list[int]:
             app.conn, profile=app.profile, kind="digest", ref_id=session_id, ts=to_stored(now)
         )
     return sessions
+
+
+def queue_review(app: App) -> bool:
+    """Queue a consolidation job (a small model reviews the facts for duplicates and stale
+    ones) when a fact was written since the last review and some facts are worth reviewing
+    together, unless one is already queued or failed for good. True when one was queued."""
+    from ..memory.facts import consolidate
+
+    return consolidate.enqueue(app.conn, app.profile, to_stored(app.now()))
 
 
 def waiting_count(app: App) -> int:

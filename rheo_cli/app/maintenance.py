@@ -18,6 +18,7 @@ from typing import Any
 from ..background import worker
 from ..background.worker import Summary
 from ..memory import jobs
+from ..memory.facts import consolidate
 from ..memory.jobs import Job
 from ..memory.ledger.sessions import session_numbers
 from ..memory.store.timeutil import to_stored
@@ -72,7 +73,8 @@ def retry_failed(app: App) -> int:
 
 def queue_due(app: App) -> int:
     """Queue a digest job for each of the profile's sessions closed by time (the session gap
-    since its last turn) with neither a digest nor a job; returns how many jobs are now
+    since its last turn) with neither a digest nor a job, and a consolidation job when facts
+    were written since the last review (`consolidate.enqueue`); returns how many jobs are now
     runnable, those waiting to be retried included."""
     now = app.now()
     closed_before = to_stored(now - timedelta(seconds=app.settings.gap_s))
@@ -82,6 +84,7 @@ def queue_due(app: App) -> int:
         jobs.enqueue(
             app.conn, profile=app.profile, kind="digest", ref_id=session_id, ts=to_stored(now)
         )
+    consolidate.enqueue(app.conn, app.profile, to_stored(now))
     return jobs.runnable_count(
         app.conn, wall_now=time.time(), profile=app.profile, include_waiting=True
     )

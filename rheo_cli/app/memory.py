@@ -64,7 +64,8 @@ def memories(
     all_assistants: bool = False,
 ) -> list[MemoryItem]:
     """Active items, most confident first (effective confidence now), then newest first;
-    with ``inactive`` the superseded, evicted, retracted and done ones too, after the active
+    with ``inactive`` the superseded, evicted, retracted, done and expired (past
+    their validity window) ones too, after the active
     ones in the same order. ``category``: only that one; ``open_items`` False leaves
     commitments out (they have `open_items`). Raises UsageError for an unknown category."""
     if category is not None and category not in CATEGORIES:
@@ -79,7 +80,9 @@ def memories(
         all_assistants=all_assistants,
     )
     now, settings = app.now(), app.settings
-    found.sort(key=lambda i: (i.status != "active", -i.effective(now, settings), -i.id))
+    if not inactive:  # a fact past its validity window is kept, listed with --all only
+        found = [i for i in found if i.state(now) == "active"]
+    found.sort(key=lambda i: (i.state(now) != "active", -i.effective(now, settings), -i.id))
     return found
 
 

@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from datetime import UTC
 
 from .. import prompts
 from ..memory import jobs
+from ..memory.context import withheld
+from ..memory.facts import consolidate
 from ..memory.facts.parsing import Parsed, parse_facts
 from ..memory.facts.scope import assistant_in
 from ..memory.jobs import Job
@@ -16,6 +20,7 @@ from ..memory.ledger.digests import store_digest
 from ..memory.ledger.pairing import in_reply_order
 from ..memory.store import crash
 from ..memory.store.db import write
+from ..memory.store.errors import EngineError
 from ..memory.store.timeutil import display, from_stored, to_stored
 from ..memory.text.render import clip, entry
 from ..memory.text.safety import mask
@@ -58,6 +63,9 @@ def run(rt: Services, job: Job, worker: str) -> list[str]:
     or DigestUnusable (retried later)."""
     session = sessions.get_session(rt.conn, job.profile, job.ref_id)
     turns = [t for t in ledger.session_turns(rt.conn, job.profile, session.id) if t.content]
+    # What the person asked rheo to forget is not summarised again.
+    held = withheld.load(rt.conn, job.profile)
+    turns = [t for t in turns if held.keeps(t)]
     # Two conversations at once interleave in the ledger: each reply after its question.
     turns = in_reply_order(turns)
     if not turns:
@@ -97,6 +105,12 @@ def run(rt: Services, job: Job, worker: str) -> list[str]:
         raise DigestUnusable("the digest reply had no narrative")
     with write(rt.conn):  # the digest, its facts and the job's completion commit together
         notes += _store(rt, job, worker, session, turns, parsed, narrative, model)
+    # A closed session is when the background reviews the profile's facts (when enough
+    # changed): a consolidation job the same worker runs next.
+    with contextlib.suppress(EngineError, sqlite3.Error):
+        consolidate.enqueue(
+            rt.conn, job.profile, to_stored(rt.now()), min_new=consolidate.BACKGROUND_NEW
+        )
     return notes
 
 

@@ -23,6 +23,13 @@ from ..memory.text.safety import mask
 from ..services import Services
 from . import extractors, facts, schemas
 
+
+class ExtractionUnreadable(Exception):
+    """The extractor answered, but nothing in its reply could be read as facts (an empty
+    reply, prose, JSON of another shape): the job fails visibly and is retried, rather than
+    being listed as done with nothing learnt."""
+
+
 KNOWN_LIMIT = 40
 """At most this many known facts are shown to the extractor (matching ones first)."""
 TURN_TOKENS = 1500
@@ -100,7 +107,8 @@ def build_prompt(
 def run(rt: Services, job: Job, worker: str) -> list[str]:
     """Extract facts for one exchange; returns the job's notes (repairs, drops, outcomes).
 
-    Raises AllExtractorsFailed when no extractor answered (the job is retried later)."""
+    Raises AllExtractorsFailed when no extractor answered, ExtractionUnreadable when its
+    reply held no readable list of facts (the job is retried later, then fails)."""
     person, reply = exchange_of(rt, job)
     when = from_stored(reply.ts).astimezone(rt.now().tzinfo)
     user_text, known = build_prompt(rt, person, reply, when)
@@ -115,6 +123,9 @@ def run(rt: Services, job: Job, worker: str) -> list[str]:
         text, known_ids=known, person_text=mask(person.content), tz=when.tzinfo or UTC, now=when
     )
     notes.extend(parsed.notes)
+    if parsed.unreadable is not None:
+        raise ExtractionUnreadable(f"{model}: the extractor's reply could not be read: "
+                                   f"{parsed.unreadable}")  # fmt: skip
     with write(rt.conn):  # the facts and the job's completion commit together
         notes += facts.store(
             rt, parsed.facts, source="extractor", when=when, turn_of={}, default_turn=person

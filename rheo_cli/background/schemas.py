@@ -19,6 +19,17 @@ _FACT: dict[str, Any] = {
     "properties": {"type": "object", "description": "Details as key/value pairs."},
     "confidence": {"type": "number", "minimum": 0, "maximum": 1},
     "reason": {"type": "string"},
+    "valid_from": {
+        "type": ["string", "null"],
+        "description": "When the fact starts to hold, if later than now (ISO 8601 date).",
+    },
+    "valid_until": {
+        "type": ["string", "null"],
+        "description": (
+            "When the fact stops holding, for a fact true only for a while ('in Paris until "
+            "Friday', 'for the summer'): ISO 8601 date; null for lasting facts."
+        ),
+    },
     "scope": {
         "type": "string",
         "enum": list(SCOPES),
@@ -83,5 +94,36 @@ RECORD_DIGEST = ToolSpec(
             "decisions": {"type": "array", "items": {"type": "string"}},
         },
         "required": ["narrative", "facts", "procedures", "decisions"],
+    },
+)
+
+RECORD_CONSOLIDATION = ToolSpec(
+    name="record_consolidation",
+    description=(
+        "Record the facts to merge (duplicate: drop says nothing keep does not) and the facts "
+        "a later one made stale, by id; an empty list when nothing needs doing."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "actions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "action": {"type": "string", "enum": ["duplicate", "stale"]},
+                        "keep": {"type": "integer", "description": "Id of the fact kept."},
+                        "drop": {
+                            "type": "array",
+                            "items": {"type": "integer"},
+                            "description": "Ids of the facts it replaces.",
+                        },
+                        "reason": {"type": "string"},
+                    },
+                    "required": ["action", "keep", "drop"],
+                },
+            }
+        },
+        "required": ["actions"],
     },
 )

@@ -34,7 +34,7 @@ from ..memory.store.settings import Settings
 from ..memory.store.timeutil import to_stored
 from ..providers.base import ProviderError
 from ..services import Services
-from . import digest_job, extract_job
+from . import consolidate_job, digest_job, extract_job
 from .extractors import AllExtractorsFailed
 
 BACKOFF_S = (30.0, 120.0, 600.0, 3600.0)
@@ -112,6 +112,8 @@ def run_job(rt: Services, job: jobs.Job, worker: str) -> list[str]:
         return extract_job.run(rt, job, worker)
     if job.kind == "digest":
         return digest_job.run(rt, job, worker)
+    if job.kind == "consolidate":
+        return consolidate_job.run(rt, job, worker)
     raise ValueError(f"unknown job kind {job.kind!r}")
 
 
@@ -210,6 +212,8 @@ def run_pending(
                 EngineError,
                 LookupError,
                 digest_job.DigestUnusable,
+                extract_job.ExtractionUnreadable,
+                consolidate_job.ConsolidationUnreadable,
                 OSError,
             )
             error = (
@@ -225,6 +229,7 @@ def run_pending(
                 error=error,
                 ts=to_stored(rt.now()),
                 retry_at=retry_at,
+                transient=isinstance(exc, (AllExtractorsFailed, ProviderError, OSError)),
             )
             if status is None:  # another worker holds or finished it: not ours to count
                 summary.lost.append(job)

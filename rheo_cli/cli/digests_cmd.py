@@ -28,7 +28,7 @@ jobs_app = typer.Typer(
     epilog="Example: rheo jobs list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Background jobs: extraction and digests.",
+    help="Background jobs: extraction, digests and memory reviews.",
     no_args_is_help=True,
 )
 
@@ -106,12 +106,14 @@ def maintain(
         typer.Option("--retry-failed", help="Re-queue jobs that failed for good, then run them."),
     ] = False,
 ) -> None:
-    """Run pending memory work now (extraction, digests).
+    """Run pending memory work now (extraction, digests, consolidation).
 
-    Queues digests for sessions that have closed, then runs every pending job of this one
-    profile in the foreground (another profile: --profile NAME), including ones waiting to be
-    retried after a failure. Jobs that failed for good (5 failed calls) stay failed unless
-    --retry-failed re-queues them.
+    Queues digests for sessions that have closed and, when facts were written since the last
+    review, a consolidation (a small model looks for duplicates and stale facts), then runs
+    every pending job of this one profile in the foreground (another profile: --profile
+    NAME), including ones waiting to be retried after a failure. Jobs that failed for good (5
+    failed calls, or 3 failing the same way) stay failed unless --retry-failed re-queues
+    them.
 
     \b
     Examples:
@@ -127,6 +129,7 @@ def maintain(
             if not json_out:
                 echo(f"{count} failed job(s) re-queued")
         jobs.queue_digests(app)
+        jobs.queue_review(app)  # the facts reviewed too, when any was written since
         total = jobs.waiting_count(app)
         with _progress(total if sys.stderr.isatty() and not json_out else 0) as on_job:
             summary = jobs.run_pending(app, on_job)
@@ -183,7 +186,9 @@ def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
     attempt; an earlier attempt's error is shown only while the job is still failing."""
     j: Any = job
     session = (numbers or {}).get(j.ref_id, j.ref_id)
-    ref = f"session s{session}" if j.kind == "digest" else f"turn #{j.ref_id}"
+    ref = {"digest": f"session s{session}", "consolidate": "memory review"}.get(
+        j.kind, f"turn #{j.ref_id}"
+    )
     tries = f"{j.attempts} attempt{'s' if j.attempts != 1 else ''}"
     if j.status == "done":
         state = f"done ({tries})" if j.attempts > 1 else "done"

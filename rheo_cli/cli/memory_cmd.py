@@ -9,7 +9,7 @@ import typer
 
 from ..errors import UsageError
 from ..ui.items import conflict_lines, item_line, open_item_line
-from ..ui.output import echo, local, print_json
+from ..ui.output import echo, local, preview, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
 from .group import ListsWhenAlone
@@ -89,8 +89,9 @@ def list_(
     assistant: AssistantOpt = None,
     all_assistants: AllAssistants = False,
 ) -> None:
-    """List active memories, most confident first (with --all: inactive ones too, each after
-    the active ones, in the same order).
+    """List active memories, most confident first (with --all: inactive ones too — replaced,
+    forgotten, done, and expired: past their validity window — each after the active ones, in
+    the same order).
 
     Those the assistant sees (--assistant, RHEO_ASSISTANT): the shared ones and its own, its
     own winning on a topic; without one, the shared ones.
@@ -151,7 +152,7 @@ def _print_detail(detail: memory_mod.Detail, now: datetime, confidence: float) -
     """``rheo memory show``'s text: the item, its state, versions and history (local times);
     ``confidence`` is its effective confidence now."""
     item = detail.item
-    state = item.status + (", pinned" if item.pinned else "")
+    state = item.state(now) + (", pinned" if item.pinned else "")
     whose = f"{item.assistant} only" if item.assistant else "shared"
     echo(f"#{item.id}  {item.category} · topic: {item.topic} · {whose} · {state}")
     echo(item.content_text())
@@ -164,6 +165,10 @@ def _print_detail(detail: memory_mod.Detail, now: datetime, confidence: float) -
     echo(f"source: {source} · created {local(item.created_at, now)}")
     if item.due_at:
         echo(f"due: {local(item.due_at, now)}")
+    if item.valid_from or item.valid_until:
+        since = f"from {local(item.valid_from, now)} " if item.valid_from else ""
+        until = f"until {local(item.valid_until, now)}" if item.valid_until else "on"
+        echo(f"valid: {since}{until}" + (" (expired)" if item.expired(now) else ""))
     if item.reason:
         echo(f"reason: {item.reason}")
     if item.conflict_with:
@@ -377,6 +382,47 @@ def resolve(item_id: ItemId, json_out: Json = False, profile: Profile = None) ->
       rheo memory resolve 14
     """
     _state_change("resolve", item_id, profile, json_out)
+
+
+@app.command()
+@command
+def audit(json_out: Json = False, profile: Profile = None) -> None:
+    """Check memory: duplicates, facts not said again for months, facts that look like
+    secrets, facts a model or a client wrote, and what CURRENT MEMORY costs — each with the
+    command that fixes it.
+
+    \b
+    Example:
+      rheo memory audit
+    """
+    from ..app.audit import KINDS, audit
+
+    with runtime_for(profile) as app:
+        report = audit(app)
+    if json_out:
+        print_json(report.to_json())
+        return
+    echo(
+        f"profile {report.profile}: {report.facts} active memories; CURRENT MEMORY costs about "
+        f"{report.tokens} tokens of the {report.budget}-token budget"
+    )
+    titles = {
+        "duplicate": "duplicates",
+        "unreinforced": "not said again for months",
+        "secret": "look like secrets",
+        "written_for": "written by a model or a client",
+        "tokens": "cost",
+    }
+    for kind in KINDS:
+        found = report.of(kind)
+        if not found:
+            continue
+        echo(f"{titles[kind]} ({len(found)}):")
+        for finding in found:
+            echo(f"  {preview(finding.detail, 100)}")
+            echo(f"    fix: {finding.fix}")
+    if not report.findings:
+        echo("nothing to fix")
 
 
 @items_app.command("list")

@@ -6,13 +6,17 @@ A job whose lease ran out, or whose holder process is gone, is claimed again by 
 worker — a killed worker loses nothing, and its takeover is not counted as an attempt.
 Finishing or failing a job is compare-and-set on the lease holder: a worker that lost its
 lease changes nothing. Only a call that actually failed counts; a job is retried with backoff
-up to `MAX_ATTEMPTS` times, then marked failed with its last error, until the person re-queues
-it (`retry_failed`, ``rheo maintain --retry-failed``).
+up to `MAX_ATTEMPTS` times — or until it failed `SAME_FAILURES` times in a row the same way
+(the same error: a model whose reply never parses is not asked five times; a model that
+could not be reached at all is an outage, waited out up to `MAX_ATTEMPTS`) — then marked
+failed with its last error, until the person re-queues it (`retry_failed`, ``rheo maintain
+--retry-failed``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +26,10 @@ from .store.db import write
 from .store.errors import EngineError
 from .text.safety import mask
 
-KINDS = ("extract", "digest")
+KINDS = ("extract", "digest", "consolidate")
 MAX_ATTEMPTS = 5
+SAME_FAILURES = 3
+"""A job failing this many times in a row with the same error stops being re-launched."""
 LEASE_S = 300.0
 """How long a claimed job stays with its worker before anyone may take it over (seconds); the
 worker renews it every third of that while a call runs (see `renew`)."""
@@ -55,6 +61,8 @@ class Job:
     number: int = 0
     """The job's number within its profile (1, 2, 3...), as listings show it; 0 when the
     query did not compute it."""
+    failures_alike: int = 0
+    """Failed attempts in a row that ended with the same error."""
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape of a job."""
@@ -66,6 +74,7 @@ class Job:
             "ref_id": self.ref_id,
             "status": self.status,
             "attempts": self.attempts,
+            "failures_alike": self.failures_alike,
             "last_error": self.last_error,
             "notes": self.notes,
             "created_at": self.created_at,
@@ -89,6 +98,7 @@ def _row(row: Row) -> Job:
         created_at=row["created_at"],
         updated_at=row["updated_at"],
         number=row["number"] if "number" in row.keys() else 0,  # noqa: SIM118 (a Row)
+        failures_alike=row["failures_alike"] or 0,
     )
 
 
@@ -185,23 +195,32 @@ def fail(
     retry_at: float,
     notes: list[str] | None = None,
     max_attempts: int = MAX_ATTEMPTS,
+    transient: bool = False,
 ) -> str | None:
     """Count a failed attempt of a job ``worker`` holds: back to pending until ``retry_at``
-    (Unix seconds), or failed once it has failed ``max_attempts`` times. Returns the new
-    status, or None when the job is no longer this worker's (nothing is changed: a job another
-    worker finished stays done)."""
+    (Unix seconds), or failed once it has failed ``max_attempts`` times, or `SAME_FAILURES`
+    times in a row with the same error (`same_error`) — unless ``transient`` (no model could
+    be reached: an outage is the same error every time, and waiting is the cure, so only
+    ``max_attempts`` counts). Returns the new status, or None when
+    the job is no longer this worker's (nothing is changed: a job another worker finished
+    stays done)."""
     with write(conn):
         row = conn.execute(
-            "SELECT attempts FROM jobs WHERE id = ? AND status = 'running' AND leased_by = ?",
+            "SELECT attempts, last_error, failures_alike FROM jobs WHERE id = ? "
+            "AND status = 'running' AND leased_by = ?",
             (job_id, worker),
         ).fetchone()
         if row is None:
             return None
         attempts = int(row[0]) + 1
-        status = "failed" if attempts >= max_attempts else "pending"
+        alike = int(row[2] or 0) + 1 if same_error(error[:500], row[1]) else 1
+        alike = 0 if transient else alike
+        failing = attempts >= max_attempts or alike >= SAME_FAILURES
+        status = "failed" if failing else "pending"
         conn.execute(
             "UPDATE jobs SET status = ?, attempts = ?, last_error = ?, not_before = ?, "
-            "lease_until = NULL, leased_by = NULL, notes = ?, updated_at = ? WHERE id = ?",
+            "lease_until = NULL, leased_by = NULL, notes = ?, updated_at = ?, "
+            "failures_alike = ? WHERE id = ?",
             (
                 status,
                 attempts,
@@ -209,10 +228,19 @@ def fail(
                 retry_at,
                 json.dumps([mask(n) for n in notes or []], ensure_ascii=False),
                 ts,
+                alike,
                 job_id,
             ),
         )
     return status
+
+
+def same_error(error: str, previous: str | None) -> bool:
+    """Whether ``error`` is the failure ``previous`` was, numbers aside ("retry after 30 s"
+    and "retry after 31 s" are one failure)."""
+    if previous is None:
+        return False
+    return re.sub(r"\d+", "#", error) == re.sub(r"\d+", "#", previous)
 
 
 def retry_failed(conn: Connection, *, profile: str, ts: str) -> int:
@@ -220,8 +248,8 @@ def retry_failed(conn: Connection, *, profile: str, ts: str) -> int:
     last error is kept until the next run). Returns how many were re-queued."""
     with write(conn):
         cur = conn.execute(
-            "UPDATE jobs SET status = 'pending', attempts = 0, not_before = NULL, "
-            "updated_at = ? WHERE profile = ? AND status = 'failed'",
+            "UPDATE jobs SET status = 'pending', attempts = 0, failures_alike = 0, "
+            "not_before = NULL, updated_at = ? WHERE profile = ? AND status = 'failed'",
             (ts, profile),
         )
         return cur.rowcount

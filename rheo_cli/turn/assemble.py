@@ -28,13 +28,17 @@ def compose(
     extra_system: str | None = None,
     notes: list[str] | None = None,
     memory: bool = True,
+    requests: list[str] | None = None,
 ) -> tuple[Context, ChatRequest]:
     """The context and the model request for the person's turn ``user_turn``.
 
     ``stored`` False: the turn is not in the ledger (incognito), so no session history is
     read around it. ``budget`` (tokens) overrides the configured one; ``notes`` go first among
     the context's notes (e.g. repairs made while storing the turn); ``tools`` and
-    ``extra_system`` (``rheo ask -s``) go into the request as they are.
+    ``extra_system`` (``rheo ask -s``) go into the request as they are. ``requests``: what
+    rheo did for the explicit memory requests of the message ("forgot #12 (…)"), shown to the
+    person as notes and told to the model without the forgotten words
+    (`request.build_request`).
 
     Memory never stops the chat: parts of the store that cannot be read are left out with a
     note, and if nothing can be read the message goes alone, with a note. ``memory`` False
@@ -76,7 +80,8 @@ def compose(
                 "without it; 'rheo doctor' checks the store"
             ],
         )
-    ctx.notes[:0] = notes or []
+    ctx.notes[:0] = [*(notes or []), *(f"memory: {r}" for r in requests or [])]
+    ctx.requests = list(requests or [])
     request = build_request(
         ctx,
         model=rt.model,

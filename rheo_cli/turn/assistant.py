@@ -46,7 +46,8 @@ class Assistant:
         after_reply: Callable[[ledger.Turn, ledger.Turn], None] | None = None,
         # after_reply runs for complete and interrupted replies (not failed ones).
         on_session_closed: Callable[[int], None] | None = None,
-        on_message: Callable[[ledger.Turn], None] | None = None,  # the stored person's turn
+        # The stored person's turn; returns what explicit memory requests in it did.
+        on_message: Callable[[ledger.Turn], list[str] | None] | None = None,
     ) -> None:
         self.on_message = on_message
         self.rt = rt
@@ -61,6 +62,10 @@ class Assistant:
         no turn, no session change, no extraction, and no tools (they could write memory)."""
         self.repairs: list[str] = []
         """One-line notes of store repairs made during the last turn (shown to the person)."""
+        self.requests: list[str] = []
+        """What rheo did for the explicit memory requests of the last turn ("remember that",
+        "forget that": `memory.facts.requests.honour`), one line each: shown to the person
+        and told to the model."""
         self.not_stored: NotStored | None = None
         """Why the last turn, or its reply, was not stored although it should have been (the
         ledger could not be written, the store not opened); None when all was stored (or
@@ -92,7 +97,7 @@ class Assistant:
             with contextlib.suppress(StoreError):
                 self.on_session_closed(appended.closed_session.id)
         if self.on_message is not None:
-            self.on_message(appended.turn)
+            self.requests = list(self.on_message(appended.turn) or [])
         return appended
 
     def compose(
@@ -111,6 +116,7 @@ class Assistant:
             extra_system=self.extra_system,
             notes=self.repairs,
             memory=not (self.not_stored is not None and self.not_stored.unopened),
+            requests=self.requests,
         )
 
     def turn(
@@ -138,6 +144,7 @@ class Assistant:
         engine's NotFound for a ``session_id`` that is not the profile's.
         """
         self.repairs = []
+        self.requests = []
         self.not_stored = None
         if question is not None:
             user_turn = question

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ..memory.facts import hotcache, requests
+from ..memory.facts import hotcache, keywords, requests
 from ..memory.ledger import turns as ledger
 from ..memory.store.db import tentative
 from ..memory.store.errors import Unavailable
@@ -39,16 +39,17 @@ def preview(
     open a new session), "new_session", "model", "tools", "notes"}``.
     """
     repairs: list[str] = []
-    asks = honour and bool(requests.detect(requests.own_words(message)))
+    asks = honour and bool(requests.detect(keywords.own_words(message)))
     conn = rt.conn  # opened first: opening installs the hot cache
     # Memory written tentatively must not reach the cache: read the store alone then (the
     # same items `rheo ask` reads once its writes have dropped the cache).
     try:
         with hotcache.bypassed() if asks else contextlib.nullcontext(), tentative(conn):
             appended = store_message(rt, message, new_session=new_session, repairs=repairs)
-            if asks:
-                honour_requests(rt, appended.turn)
-            ctx, request = compose(rt, appended.turn, budget=budget, tools=tools, notes=repairs)
+            done = honour_requests(rt, appended.turn) if asks else []
+            ctx, request = compose(
+                rt, appended.turn, budget=budget, tools=tools, notes=repairs, requests=done
+            )
         opened = appended.opened_session
     except Unavailable as exc:
         if "readonly" not in str(exc).lower():

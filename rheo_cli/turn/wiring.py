@@ -53,8 +53,8 @@ def make_assistant(
             ts=to_stored(rt.now()),
         )
 
-    def on_message(turn: ledger.Turn) -> None:
-        honour_requests(rt, turn)
+    def on_message(turn: ledger.Turn) -> list[str]:
+        return honour_requests(rt, turn)
 
     return Assistant(
         rt,

@@ -14,8 +14,11 @@ def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str
     flags = []
     if item.pinned:
         flags.append("pinned")
-    if item.status != "active":
-        flags.append(item.status)
+    state = item.state(now) if hasattr(item, "state") else item.status
+    if state != "active":
+        flags.append(state)
+        if state == "expired":
+            flags[-1] += f" {local(item.valid_until, now, with_time=False)}"
     if item.conflict_with:
         flags.append(f"conflicts with #{item.conflict_with}")
     extra = f"  [{', '.join(flags)}]" if flags else ""

@@ -240,3 +240,22 @@ def test_after_a_purge_redis_holds_nothing_of_the_purged_text(
     again = rheo("context", "who is the courier?")
     assert again.exit_code == 0 and mark not in again.stdout and "Miso" in again.stdout
     assert redis_holds(client, b"Miso") and redis_holds(client, mark.encode()) == []
+
+
+def test_a_secret_the_person_asked_to_forget_leaves_redis(
+    rheo, api, store, redis_server, client, tenant, monkeypatch
+):
+    from fakeapi import text
+
+    monkeypatch.setenv("RHEO_REDIS_URL", redis_server[1])
+    api.default = text("Done.")
+    label = "Ana's passport number is X1234567"
+    assert rheo("memory", "add", "--topic", "passport", label).exit_code == 0
+    assert rheo("memory", "add", "--topic", "pet", FACT).exit_code == 0
+    assert "X1234567" in rheo("context", "what is my passport number?").stdout
+    assert redis_holds(client, b"X1234567")  # cached
+    forgot = rheo("ask", "please forget my passport number")
+    assert forgot.exit_code == 0 and "forgot #" in forgot.stderr
+    again = rheo("context", "what is my passport number?")
+    assert again.exit_code == 0 and "X1234567" not in again.stdout and "Miso" in again.stdout
+    assert redis_holds(client, b"Miso") and redis_holds(client, b"X1234567") == []

@@ -110,6 +110,7 @@ CASES: dict[str, Case] = {
     "memory list": Case(("memory", "list")),
     "memory show": Case(("memory", "show", "1")),
     "memory search": Case(("memory", "search", "tea")),
+    "memory audit": Case(("memory", "audit")),
     "memory add": Case(("memory", "add", "Ana likes green tea", "-t", "ana.tea")),
     "memory pin": Case(("memory", "pin", "1")),
     "memory unpin": Case(("memory", "unpin", "1")),

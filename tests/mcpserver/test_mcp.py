@@ -473,3 +473,37 @@ def test_the_memory_engine_is_imported_on_the_first_tool_call(home: Path) -> Non
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().strip() == "[]"
     assert not (home / "rheo.db").exists()  # the store too waits for a tool call
+
+
+def test_a_secret_the_person_asked_to_forget_never_reaches_an_mcp_client(
+    home: Path, rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakeapi import text
+    from helpers import facts_reply, route
+
+    ssn = {"category": "fact", "topic": "ssn", "confidence": 0.9,
+           "label": "Ana's social security number is 123-45-6789"}  # fmt: skip
+    route(api, chat=text("Noted."), extract=facts_reply(ssn))
+    monkeypatch.setenv("RHEO_NOW", "2026-05-04T09:00:00+01:00")
+    assert rheo("ask", "My social security number is 123-45-6789.").exit_code == 0
+    assert rheo("maintain").exit_code == 0
+    assert "6789" in rheo("context", "my social security number").stdout
+    route(api, chat=text("Done."), extract=facts_reply())
+    forgot = rheo("ask", "Please forget my social security number.")
+    assert "forgot #" in forgot.stderr
+    assert rheo("ask", "What about dinner?").exit_code == 0
+
+    async def script(session: ClientSession) -> Any:
+        question = "what is my social security number?"
+        return [
+            await call(session, "context", {"message": question}),
+            await call(session, "memory_search", {"query": "social security number"}),
+            await call(session, "chat_search", {"query": "social security number"}),
+            await call(session, "chat_recent", {}),
+        ]
+
+    answers = serve(home, script, env={"RHEO_NOW": "2026-05-04T10:00:00+01:00"})
+    assert [is_error for is_error, _ in answers] == [False] * 4
+    for _, text_ in answers:
+        assert "6789" not in text_, text_
+    assert "What about dinner?" in answers[3][1]  # the ledger's turns are listed

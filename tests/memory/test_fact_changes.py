@@ -266,9 +266,15 @@ def test_report_7_confidence_zero_from_the_extractor_does_not_pass_the_guard(con
 
 def test_report_7_a_confident_replacement_of_a_pin_is_flagged_and_says_so(conn):
     manual(conn, "I like tea", "tea", pinned=True)
-    out = manual(conn, "I like coffee now", "tea", confidence=0.9)
+    out = manual(conn, "I like coffee", "tea", confidence=0.9)
     assert out.action == "superseded" and out.conflict
     assert "both were confident" in out.describe()
+
+
+def test_issue_23_a_stated_change_of_a_pin_applies_and_keeps_the_pin(conn):
+    manual(conn, "I like tea", "tea", pinned=True)
+    out = manual(conn, "I like coffee now", "tea", confidence=0.9)
+    assert out.action == "superseded" and not out.conflict and out.item.pinned
 
 
 def test_report_7_i_always_remember_birthdays_pins_nothing():

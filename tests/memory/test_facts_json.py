@@ -61,7 +61,7 @@ CORPUS = [
     ("single object", GOOD, ["Wants 50 customers by Q3"], "single fact object"),
     ("other key", f'{{"memories": [{GOOD}]}}', ["Wants 50 customers by Q3"], "under 'memories'"),
     ("no json", "I could not find any facts worth keeping.", [], "no JSON"),
-    ("empty", "", [], "no JSON"),
+    ("empty", "", [], "the reply was empty"),
     ("truncated", '{"facts": [{"topic": "tea", "label": "Loves', [], "no JSON"),
     ("facts not a list", '{"facts": "none"}', [], "not a list"),
     ("fact not an object", '{"facts": [42, null]}', [], "not an object"),

@@ -48,6 +48,44 @@ def test_complete_and_fail_only_change_a_job_the_worker_still_holds(conn):
     assert (job.status, job.attempts, job.notes, job.last_error) == ("done", 0, ["ok"], None)
 
 
+def test_a_job_failing_the_same_way_three_times_stops_being_relaunched(conn):
+    """The same error (numbers aside) three times in a row: failed at once, not tried up to
+    five times; another error in between starts the count again."""
+    conn = _queue(conn)
+    jobs.enqueue(as_tenant(conn, "p"), profile="p", kind="extract", ref_id=2, ts=TS)
+
+    def run(job_id, errors):
+        out = []
+        for n, failure in enumerate(errors):
+            other = frozenset({3 - job_id})
+            job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS, exclude=other)
+            assert job is not None and job.id == job_id
+            out.append(jobs.fail(conn, job.id, worker="h:1", error=failure, ts=TS, retry_at=0))
+        return out
+
+    alike = ["reply unreadable after 3 s", "reply unreadable after 4 s"]
+    assert run(1, [*alike, "reply unreadable after 5 s"]) == ["pending", "pending", "failed"]
+    assert (jobs.get_job(conn, 1).attempts, jobs.get_job(conn, 1).failures_alike) == (3, 3)
+    mixed = ["reply unreadable after 3 s", "timeout", *alike]
+    assert run(2, mixed) == ["pending"] * 4
+    assert jobs.get_job(conn, 2).failures_alike == 2
+    assert jobs.retry_failed(conn, profile="p", ts=TS) == 1
+    assert jobs.get_job(conn, 1).failures_alike == 0
+
+
+def test_an_outage_is_waited_out_for_every_attempt(conn):
+    """No model reachable is the same error each time, but a transient one: the job is tried
+    `MAX_ATTEMPTS` times, not failed after `SAME_FAILURES`."""
+    conn = _queue(conn)
+    statuses = []
+    for n in range(jobs.MAX_ATTEMPTS):
+        job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS)
+        assert job is not None
+        statuses.append(jobs.fail(conn, job.id, worker="h:1", error="every model down", ts=TS,
+                                  retry_at=0, transient=True))  # fmt: skip
+    assert statuses == ["pending"] * (jobs.MAX_ATTEMPTS - 1) + ["failed"]
+
+
 def test_renew_extends_only_the_holders_lease(conn):
     conn = _queue(conn)
     job = jobs.claim(conn, worker="h:1", wall_now=1000.0, ts=TS, lease_s=10)
@@ -63,7 +101,8 @@ def test_only_failed_calls_count_and_failed_jobs_wait_for_retry_failed(conn):
     for n in range(jobs.MAX_ATTEMPTS):
         job = jobs.claim(conn, worker="h:1", wall_now=1e6 * (n + 1), ts=TS)
         assert job is not None and job.attempts == n
-        status = jobs.fail(conn, job.id, worker="h:1", error="boom", ts=TS, retry_at=0)
+        error = f"boom {'abcde'[n]}"  # five different failures: five attempts
+        status = jobs.fail(conn, job.id, worker="h:1", error=error, ts=TS, retry_at=0)
     assert status == "failed"
     assert jobs.claim(conn, worker="h:1", wall_now=1e9, ts=TS, ignore_backoff=True) is None
     assert jobs.retry_failed(conn, profile="other", ts=TS) == 0

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from helpers import run_rheo
 
+from rheo_cli.memory import jobs
 from rheo_cli.memory.context import assemble as context
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
@@ -107,6 +108,12 @@ def test_upgrade_from_every_earlier_version_keeps_the_data(tmp_path, version):
         assert "Lives in Lisbon" in text and "cycling in Lisbon" in text
         job = conn.execute("SELECT status, attempts, leased_by, notes FROM jobs").fetchone()
         assert tuple(job) == ("pending", 1, None, "[]")
+        # the old facts have no validity window, the queue takes the memory review's jobs
+        window = conn.execute("SELECT valid_from, valid_until FROM memory_items").fetchall()
+        assert [tuple(w) for w in window] == [(None, None)]
+        assert jobs.enqueue(conn, profile="default", kind="consolidate", ref_id=1, ts=TS)
+        kinds = [r[0] for r in conn.execute("SELECT kind FROM jobs ORDER BY id")]
+        assert kinds == ["extract", "consolidate"]
     conn.close()
 
 

@@ -128,12 +128,12 @@ def test_forget_that_retracts_what_matches_and_nothing_else(conn):
     left = [i.label for i in items.list_items(conn, "default")]
     assert left == ["Maria is my manager"]
     gone = items.list_items(conn, "default", statuses=("retracted",))[0]
-    assert notes == [f"retracted #{gone.id}"]
+    assert notes == [f"forgot #{gone.id} (I like green tea)"]
     assert (
         "Please forget that I like green tea." in events.history(conn, "default", gone.id)[-1].cause
     )
     assert act(conn, said(conn, "Forget that I own a boat.")) == [
-        'nothing stored matches "I own a boat"'
+        'nothing stored matches "I own a boat"; look with: rheo memory search "own boat"'
     ]
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from ...errors import RheoError
 from ...memory import due as due_rule
 from ...memory import jobs
+from ...memory.context import withheld
 from ...memory.context.assemble import SEPARATOR
 from ...memory.facts import curation
 from ...memory.facts import items as item_store
@@ -172,7 +173,7 @@ def _item_lines(rt: App, found: list[item_store.MemoryItem]) -> str:
     zone = now.tzinfo
     return "\n".join(
         entry(
-            f"#{i.id} ({i.category}, topic {i.topic}, {i.status}"
+            f"#{i.id} ({i.category}, topic {i.topic}, {i.state(now)}"
             f"{', pinned' if i.pinned else ''}, confidence {i.effective(now, rt.settings):.2f}, "
             f"since {display(i.created_at, zone, with_time=False)}"
             f"{', due ' + display(i.due_at, zone, with_time=False) if i.due_at else ''}) ",
@@ -205,6 +206,7 @@ def memory_list(
         rt.conn, rt.profile, statuses=statuses, category=category, assistant=caller.assistant
     )
     if not include_inactive:
+        found = [i for i in found if not i.expired(now)]  # past its window: not current
         found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
     return _item_lines(rt, found[:limit]) if found else "no stored facts"
 
@@ -228,16 +230,21 @@ def _turn_lines(rt: App, turns: list[ledger.Turn]) -> str:
 
 def chat_search(rt: App, caller: Caller, *, query: str, limit: int) -> str:
     """Earlier turns matching ``query`` by keywords (FTS5, bm25), best first, at most
-    ``limit``; never the chat turn being answered (it is in front of the model already)."""
+    ``limit``; never the chat turn being answered (it is in front of the model already), nor
+    a turn the person asked rheo to forget (`memory.context.withheld`)."""
     here = caller.turn.id if caller.turn is not None else None
-    found = ledger.search_turns(rt.conn, rt.profile, query, limit=limit + 1, any_term=True)
-    turns = [t for t, _ in found if t.id != here][:limit]
+    held = withheld.load(rt.conn, rt.profile)
+    found = ledger.search_turns(rt.conn, rt.profile, query, limit=limit + 20, any_term=True)
+    turns = [t for t, _ in found if t.id != here and held.keeps(t)][:limit]
     return _turn_lines(rt, turns) if turns else "no earlier turns match"
 
 
 def chat_recent(rt: App, caller: Caller, *, limit: int) -> str:
-    """The profile's last ``limit`` turns, oldest first."""
-    found = ledger.recent_turns(rt.conn, rt.profile, limit)
+    """The profile's last ``limit`` turns, oldest first, but those the person asked rheo to
+    forget."""
+    held = withheld.load(rt.conn, rt.profile)
+    found = [t for t in ledger.recent_turns(rt.conn, rt.profile, limit + 20) if held.keeps(t)]
+    found = found[-limit:]
     return _turn_lines(rt, found) if found else "no turns yet"
 
 

@@ -145,6 +145,8 @@ def _export_profile(conn: Connection, profile: str) -> Iterator[dict[str, Any]]:
             "conflict_with": _ref(k.items, r["conflict_with"]),
             # Only on an assistant's own fact: a shared one's record stays as it always was.
             **({"assistant": r["assistant"]} if r["assistant"] is not None else {}),
+            # Only on a fact with a validity window, likewise.
+            **{c: r[c] for c in ("valid_from", "valid_until") if r[c] is not None},
         }
     for r in conn.execute("SELECT * FROM memory_events WHERE profile = ? ORDER BY id", (profile,)):
         yield {

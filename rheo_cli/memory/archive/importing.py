@@ -32,6 +32,7 @@ from ..store.db import write
 from ..store.errors import Integrity, InvalidInput
 from ..store.profiles import check_profile
 from ..store.timeutil import from_stored, to_stored
+from ..windows import check as check_window
 from .keys import (
     KINDS,
     canonical_json,
@@ -487,18 +488,23 @@ class _Importer:
                 check_assistant(assistant)
             except InvalidInput as exc:
                 raise InvalidInput(f"line {self.line}: {exc}") from None
+        valid_from, valid_until = rec.get("valid_from"), rec.get("valid_until")
+        try:
+            check_window(valid_from, valid_until)
+        except (InvalidInput, ValueError, TypeError) as exc:
+            raise InvalidInput(f"line {self.line}: {exc}") from None
         cur = self.conn.execute(
             "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
             "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
-            "reinforced_at, status, due_at, assistant) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "reinforced_at, status, due_at, assistant, valid_from, valid_until) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 p.profile, rec["category"], rec["topic"], rec["label"],
                 json.dumps(properties, ensure_ascii=False), rec["content_key"],
                 float(rec["confidence"]), int(rec.get("reinforcements", 1)),
                 1 if rec.get("pinned") else 0, rec.get("reason", ""), rec["source"],
                 self.optional("source_turn"), rec["created_at"], rec["reinforced_at"],
-                rec["status"], rec.get("due_at"), assistant,
+                rec["status"], rec.get("due_at"), assistant, valid_from, valid_until,
             ),
         )  # fmt: skip
         new_id = self.wrote("memory_item", key, content_key, cur)

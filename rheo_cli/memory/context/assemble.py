@@ -73,7 +73,8 @@ class Context:
 
     ``sections`` holds only non-empty sections in `ORDER`. ``session_id`` is the session the
     message belongs to (None when it would open a new one). ``notes`` are one-line remarks for
-    the person (e.g. the message alone exceeds the budget).
+    the person (e.g. the message alone exceeds the budget). ``requests`` says what rheo did
+    for the message's explicit memory requests ("stored memory #12", "forgot #3 (…)").
     """
 
     sections: list[Section]
@@ -81,6 +82,7 @@ class Context:
     budget: int
     session_id: int | None
     notes: list[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
 
     def section(self, name: str) -> Section | None:
         """The section called ``name``, if present."""
@@ -223,14 +225,16 @@ def assemble(
 
 
 def _enforce(ctx: Context) -> None:
-    """Drop the lowest-ranked lines until the rendered sections fit the budget.
+    """Drop the lowest-ranked lines until the rendered sections fit the budget, essential
+    ones (open items, facts matching the message) last.
 
     `budget.allocate` already keeps within the budget by its per-line estimates; this guards
     the rendered total (joins and rounding) so the promise holds exactly.
     """
     while ctx.sections and ctx.context_tokens > ctx.budget:
         section, line = min(
-            ((s, ln) for s in ctx.sections for ln in s.lines), key=lambda pair: pair[1].rank
+            ((s, ln) for s in ctx.sections for ln in s.lines),
+            key=lambda pair: (pair[1].essential, pair[1].rank),
         )
         section.lines.remove(line)
         section.dropped += 1

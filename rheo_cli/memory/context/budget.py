@@ -1,13 +1,16 @@
 """Spending the context token budget across sections.
 
-Each section is guaranteed a share of the budget (`SHARES`): a first pass fills every section
-with its best-ranked lines up to its share. The rest of the budget then goes to the best lines
-left in any section, by rank, so it is spent where this message's relevance is: on the current
-conversation during a session, on RELEVANT HISTORY and matching facts for a question about the
-past. Ranks share one scale (see `sources` and `relevant`): current-session turns above open
-items, above matching facts and history hits, above digests and unmatched facts. Lines that do
-not fit are dropped lowest rank first; CURRENT SESSION keeps a contiguous run of its newest
-turns (a gap in the middle of a conversation reads worse than a shorter one).
+What matters most goes in first, whatever the budget: open items and the facts that match the
+message (`Line.essential`) are kept before any share is handed out (`reserve`), so at a small
+budget they are the last to go (``rheo context --budget 150 "where do I live?"`` keeps the
+answer). Then each section is guaranteed a share of the budget (`SHARES`): a first pass fills
+every section with its best-ranked lines up to its share. The rest of the budget then goes to
+the best lines left in any section, by rank, so it is spent where this message's relevance is:
+on the current conversation during a session, on RELEVANT HISTORY and matching facts for a
+question about the past. Ranks share one scale (see `sources` and `relevant`): current-session
+turns above open items, above matching facts and history hits, above digests and unmatched
+facts. Lines that do not fit are dropped lowest rank first; CURRENT SESSION keeps a contiguous
+run of its newest turns (a gap in the middle of a conversation reads worse than a shorter one).
 """
 
 from __future__ import annotations
@@ -49,6 +52,41 @@ def section_overhead(name: str, preamble: str) -> int:
     return estimate(f"=== {name} ===") + (estimate(preamble) + 1 if preamble else 0) + 2
 
 
+ESSENTIAL = (OPEN_ITEMS, CURRENT_MEMORY)
+"""Sections whose essential lines (`Line.essential`) are kept before anything else."""
+RESERVE_SHARE = 1.0
+"""Essential lines are kept first up to this share of the budget: all of it, so they are the
+last to go at any budget (facts matching a message are few: the cap bounds them)."""
+
+
+def reserve(
+    ranked: dict[str, list[Line]],
+    kept: dict[str, list[Line]],
+    used: dict[str, int],
+    overhead: Mapping[str, int],
+    limit: int,
+) -> int:
+    """Keep the essential lines of `ESSENTIAL` sections first, best ranked first, while they
+    fit `RESERVE_SHARE` of ``limit`` tokens (section overheads included); ``ranked[name]`` is
+    reordered to start with what was kept, ``kept`` and ``used`` are filled. Returns the
+    tokens spent."""
+    total = 0
+    pool = sorted(
+        ((line.rank, name, line) for name in ESSENTIAL for line in ranked[name] if line.essential),
+        key=lambda entry: -entry[0],
+    )
+    for _, name, line in pool:
+        cost = line.tokens + (0 if kept[name] else overhead[name])
+        if total + cost <= limit * RESERVE_SHARE:
+            kept[name].append(line)
+            used[name] += cost
+            total += cost
+    for name in ESSENTIAL:
+        chosen = {id(line) for line in kept[name]}
+        ranked[name] = kept[name] + [ln for ln in ranked[name] if id(ln) not in chosen]
+    return total
+
+
 def allocate(
     candidates: Mapping[str, list[Line]],
     limit: int,
@@ -60,7 +98,7 @@ def allocate(
     ``candidates`` maps a section name to its lines in any order (``Line.rank``: higher is
     better). Returns the kept lines per section (every name of `ORDER`, possibly empty), in
     rank order. The total of kept lines plus section overheads never exceeds ``limit``.
-    ``shares`` defaults to `SHARES`.
+    ``shares`` defaults to `SHARES`. Essential lines are reserved first (`reserve`).
     """
     shares = SHARES if shares is None else shares
     ranked = {name: sorted(candidates.get(name, []), key=lambda ln: -ln.rank) for name in ORDER}
@@ -91,6 +129,9 @@ def allocate(
         ranked[name] = kept[name] + skipped + lines[i:]
         next_index[name] = len(kept[name])
 
+    total = reserve(ranked, kept, used, overhead, limit)
+    for name in ranked:
+        next_index[name] = len(kept[name])
     for name in PRIORITY:
         fill(name, shares.get(name, 0.0) * limit)
     # Second pass: the best remaining line of any section, while anything fits.

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, tzinfo
 from typing import TypeVar
 
-from .. import due
+from .. import due, windows
 from ..facts import hotcache
 from ..facts import items as item_store
 from ..ledger import digests as digest_store
@@ -36,6 +36,7 @@ from ..store.timeutil import display, from_stored
 from ..text.render import INDENT, clip, entry
 from ..text.tokens import estimate
 from .knowledge import knowledge_lines
+from .turnview import TurnView
 
 T = TypeVar("T")
 MATCH_THRESHOLD = 0.5
@@ -94,12 +95,14 @@ def collect(
         lambda: hotcache.active_items(conn, profile, assistant=assistant),
         no_items,
     )
+    active = windows.current(active, now)  # a fact past its validity window is not current
+    view = guarded(CURRENT_SESSION, lambda: TurnView.load(conn, profile, tz), TurnView.plain())
     query = analyse(message, now)
     out = {
         OPEN_ITEMS: guarded(OPEN_ITEMS, lambda: open_item_lines(active, now, tz, budget), none),
         EPISODIC: guarded(
             EPISODIC,
-            lambda: previous_end_lines(conn, profile, session_id, tz, settings, budget),
+            lambda: previous_end_lines(conn, profile, session_id, tz, settings, budget, view),
             none,
         )
         + guarded(EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget), none),
@@ -125,7 +128,7 @@ def collect(
         sid = session_id
         out[CURRENT_SESSION] = guarded(
             CURRENT_SESSION,
-            lambda: session_lines(conn, profile, sid, before_turn_id, tz, settings, budget),
+            lambda: session_lines(conn, profile, sid, before_turn_id, tz, settings, budget, view),
             none,
         )
     skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
@@ -140,6 +143,7 @@ def collect(
     }
     if before_turn_id is not None:
         skip_turns.add(before_turn_id)
+    skip_turns |= view.withheld.turns
     skip_digests = {
         int(line.source.split(":")[1])
         for line in out[EPISODIC]
@@ -161,7 +165,7 @@ def collect(
         none,
     )
     out[KNOWLEDGE] = guarded(KNOWLEDGE, lambda: knowledge_lines(conn, profile, query), none)
-    return out
+    return view.finish(out)
 
 
 def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
@@ -178,11 +182,13 @@ def session_lines(
     tz: tzinfo | None,
     settings: Settings,
     budget: int,
+    view: TurnView | None = None,
 ) -> list[Line]:
     """The active session's last turns (Rheo article §07: ~12), newest ranked highest.
 
     Empty failed replies are left out; a turn longer than about a third of the budget is
     clipped in the middle, with its id in the marker so the full text can be looked up.
+    ``view`` leaves out turns a forgotten fact stands in and marks changed values.
     """
     turns = ledger.session_turns(
         conn, profile, session_id, limit=settings.session_turns + 4, before_id=before_turn_id
@@ -191,10 +197,13 @@ def session_lines(
     # Two processes answering at once interleave their turns in the ledger; show each reply
     # right after the question it answers.
     turns = in_reply_order(turns)
+    view = view or TurnView.plain()
+    turns = view.turns(turns)
     per_line = max(60, int(budget * 0.35))
     lines = []
     for n, turn in enumerate(turns):
         body = clip(turn.content, per_line, marker=f"; full text in turn #{turn.id}")
+        body += view.note(turn)
         lines.append(
             Line(
                 text=entry(turn_prefix(turn, tz), body),
@@ -215,6 +224,7 @@ def previous_end_lines(
     tz: tzinfo | None,
     settings: Settings,
     budget: int,
+    view: TurnView | None = None,
 ) -> list[Line]:
     """How the previous session ended, while it has no digest (just closed, the worker not run
     yet, or every model failing): its last turns (up to ``settings.session_turns``, each reply
@@ -222,13 +232,16 @@ def previous_end_lines(
     headed "End of the previous session". Empty once the digest exists (it replaces them).
 
     ``session_id`` is the message's session (None: the message opens a new one, so the
-    previous session is the latest).
+    previous session is the latest). ``view`` leaves out turns a forgotten fact stands in and
+    marks changed values.
     """
     previous = previous_session(conn, profile, session_id)
     if previous is None or digest_store.has_digest(conn, profile, previous.id):
         return []
     turns = ledger.session_turns(conn, profile, previous.id, limit=settings.session_turns + 4)
     turns = in_reply_order([t for t in turns if t.content.strip()])[-settings.session_turns :]
+    view = view or TurnView.plain()
+    turns = view.turns(turns)
     if not turns:
         return []
     cap = max(80, int(budget * PREVIOUS_SHARE))
@@ -241,7 +254,7 @@ def previous_end_lines(
     picked: list[tuple[ledger.Turn, str]] = []
     for turn in reversed(turns):
         body = clip(turn.content, per_turn, marker=f"; full text in turn #{turn.id}")
-        text = entry(turn_prefix(turn, tz), body)
+        text = entry(turn_prefix(turn, tz), body + view.note(turn))
         cost = estimate(text) + 1
         if picked and used + cost > cap:
             break
@@ -284,6 +297,7 @@ def open_item_lines(
                 why="open commitment"
                 + (f", due {display(item.due_at, tz, with_time=False)}" if item.due_at else ""),
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
+                essential=True,
             )
         )
     return lines
@@ -385,6 +399,7 @@ def memory_lines(
                 order=(-(1.0 if hit else 0.0), -confidence, -float(item.id)),
                 why=why,
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
+                essential=hit,
             )
         )
     return lines

@@ -1,5 +1,7 @@
 """The memory cap (Solid# article, tier caps): past ``settings.cap`` active facts, the
-least-reinforced unpinned ones are evicted — a status, not a deletion, with an event."""
+least-reinforced unpinned ones are evicted — a status, not a deletion, with an event. Facts
+whose validity window has ended go first, then facts a model or a client chose to write
+(`fact.WRITTEN_FOR`), and only then facts the person stated."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ from datetime import datetime
 from ..store.api import Connection
 from ..store.settings import Settings
 from . import events
-from .items import list_items
+from .fact import WRITTEN_FOR
+from .items import MemoryItem, list_items
+
+
+def _why(victim: MemoryItem, now: datetime) -> str:
+    """Why ``victim`` went before the others (for its event)."""
+    if victim.expired(now):
+        return "its validity window had ended"
+    if victim.source in WRITTEN_FOR:
+        return f"written by a model or client ({victim.source}), least reinforced"
+    return "least reinforced"
 
 
 def enforce_cap(
@@ -22,11 +34,13 @@ def enforce_cap(
     keep: int | None = None,
     source_turn_id: int | None = None,
 ) -> list[int]:
-    """Evict the least-reinforced unpinned facts beyond the cap (open items never count) and
-    return their ids; ``keep`` (the item just written) is never evicted. Each eviction's event
-    cites ``source_turn_id``, the turn of the fact that made it (so purging that turn brings
-    the evicted fact back). Ties go to the
-    weaker after decay at ``now``, then the least recently reinforced, then the oldest.
+    """Evict unpinned facts beyond the cap (open items never count) and return their ids;
+    ``keep`` (the item just written) is never evicted. Each eviction's event cites
+    ``source_turn_id``, the turn of the fact that made it (so purging that turn brings the
+    evicted fact back). Evicted first: facts expired at ``now``, then those a model or a client
+    wrote (45 writes over MCP never push out a fact the person stated), each group the
+    least reinforced first; ties go to the weaker after decay at ``now``, then the least
+    recently reinforced, then the oldest.
     The cap counts per profile and assistant: shared facts (None) are one bucket, each
     assistant's own another."""
     candidates = [
@@ -39,6 +53,8 @@ def enforce_cap(
         return []
     candidates.sort(
         key=lambda i: (
+            not i.expired(now),
+            i.source not in WRITTEN_FOR,
             i.reinforcements,
             i.effective(now, settings),
             i.reinforced_at,
@@ -56,7 +72,7 @@ def enforce_cap(
             kind="evicted",
             cause=(
                 f"memory cap of {settings.cap}{' for ' + assistant if assistant else ''} "
-                "reached; least reinforced "
+                f"reached; {_why(victim, now)} "
                 f"({victim.reinforcements} mentions)"
             ),
             source_turn_id=source_turn_id,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from ..store.errors import InvalidInput
 from ..text.safety import mask, mask_value
+from ..windows import check as check_window
 from .equivalence import topic_key
 from .items import CATEGORIES, MemoryItem
 
@@ -16,6 +17,11 @@ SOURCES = ("tool", "extractor", "digest", "manual", "import", "mcp", "request")
 """Who writes: ``request`` is rheo honouring the person's explicit "remember that ..."."""
 PERSON = ("manual", "request")
 """Sources that are the person's own act: a retracted fact may be stated again."""
+WRITTEN_FOR = ("tool", "mcp")
+"""Sources where a model or a client chose what to write (the chat model's ``write_memory``,
+an MCP client), rather than the person stating it (by hand, by request, or in words the
+extractor and digest writer read from their turns): evicted first by the cap, listed by
+``rheo memory audit``."""
 LABEL_MAX = 500
 
 
@@ -24,7 +30,8 @@ class Fact:
     """A candidate memory item from any writer (already validated for shape).
 
     ``confidence`` None means the default (settings.initial_confidence); ``due_at`` is stored
-    UTC text for open items with a deadline.
+    UTC text for open items with a deadline; ``valid_from`` / ``valid_until`` (stored UTC
+    text, None: open) the window in which the fact holds (`windows`).
     """
 
     category: str
@@ -35,6 +42,8 @@ class Fact:
     reason: str = ""
     pinned: bool = False
     due_at: str | None = None
+    valid_from: str | None = None
+    valid_until: str | None = None
 
     def wording(self) -> str:
         """The label with its properties (``label (key: value; ...)``), as events quote it."""
@@ -84,8 +93,8 @@ class Outcome:
 
 def check_fact(fact: Fact) -> Fact:
     """Normalise and validate a fact: known category, non-empty label, a topic (derived from
-    the label when empty), confidence in [0, 1], JSON-serialisable properties.
-    Raises InvalidInput."""
+    the label when empty), confidence in [0, 1], JSON-serialisable properties, a validity
+    window in order. Raises InvalidInput."""
     if fact.category not in CATEGORIES:
         raise InvalidInput(
             f"unknown category {fact.category!r}; use one of {', '.join(CATEGORIES)}"
@@ -105,6 +114,7 @@ def check_fact(fact: Fact) -> Fact:
         json.dumps(fact.properties, ensure_ascii=False)
     except (TypeError, ValueError):
         raise InvalidInput("memory properties must be JSON values") from None
+    check_window(fact.valid_from, fact.valid_until)
     return Fact(
         category=fact.category,
         topic=topic,
@@ -114,4 +124,6 @@ def check_fact(fact: Fact) -> Fact:
         reason=" ".join(mask(fact.reason).split())[:500],
         pinned=fact.pinned,
         due_at=fact.due_at,
+        valid_from=fact.valid_from,
+        valid_until=fact.valid_until,
     )

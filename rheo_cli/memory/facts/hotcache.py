@@ -88,10 +88,12 @@ _KINDS: dict[str, tuple[type, ...]] = {
     "conflict_with": (int, type(None)),
     "assistant": (str, type(None)),
     "due_at": (str, type(None)),
+    "valid_from": (str, type(None)),
+    "valid_until": (str, type(None)),
 }
 """The type of each field of a cached item that is not plain text."""
 
-_TIMES = ("created_at", "reinforced_at", "due_at")
+_TIMES = ("created_at", "reinforced_at", "due_at", "valid_from", "valid_until")
 
 
 def as_items(rows: object, tenant: str) -> list[MemoryItem]:

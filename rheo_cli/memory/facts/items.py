@@ -48,6 +48,20 @@ class MemoryItem:
     due_at: str | None
     assistant: str | None = None
     """None: shared (every assistant sees it); else the one assistant it is specific to."""
+    valid_from: str | None = None
+    """When the fact starts to hold (stored UTC text; None: since it was said)."""
+    valid_until: str | None = None
+    """When the fact stops holding ("until Friday": the end of Friday; None: open-ended)."""
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the fact's validity window ended at or before ``now`` (aware): it is kept
+        and found by search, but no longer injected as current."""
+        return self.valid_until is not None and from_stored(self.valid_until) <= now
+
+    def state(self, now: datetime) -> str:
+        """The status people see: ``expired`` for an active fact past its window, else
+        ``status``."""
+        return "expired" if self.status == "active" and self.expired(now) else self.status
 
     def content_text(self) -> str:
         """Label and properties as one line: ``Arowyn school (school: Crawford Bay; grade: 9)``."""
@@ -69,8 +83,9 @@ class MemoryItem:
 
     def to_json(self, now: datetime, settings: Settings) -> dict[str, Any]:
         """The ``--json`` shape: id, topic, category, content{label, properties}, confidence
-        (effective now), stored_confidence, reinforcements, pinned, status, superseded_by,
-        conflict, source_turn_id, created_at, ..."""
+        (effective now), stored_confidence, reinforcements, pinned, status (``expired`` for
+        an active fact past its window), superseded_by, conflict, source_turn_id, created_at,
+        ..., valid_from, valid_until (stored UTC text or null)."""
         return {
             "id": self.id,
             "topic": self.topic,
@@ -81,7 +96,7 @@ class MemoryItem:
             "stored_confidence": round(self.confidence, 4),
             "reinforcements": self.reinforcements,
             "pinned": self.pinned,
-            "status": self.status,
+            "status": self.state(now),
             "superseded_by": self.superseded_by,
             "conflict": self.conflict_with,
             "reason": self.reason,
@@ -91,6 +106,8 @@ class MemoryItem:
             "reinforced_at": self.reinforced_at,
             "due_at": self.due_at,
             "assistant": self.assistant,
+            "valid_from": self.valid_from,
+            "valid_until": self.valid_until,
         }
 
 
@@ -126,6 +143,8 @@ def row_to_item(row: Row) -> MemoryItem:
         conflict_with=row["conflict_with"],
         due_at=row["due_at"],
         assistant=row["assistant"],
+        valid_from=row["valid_from"],
+        valid_until=row["valid_until"],
     )
 
 

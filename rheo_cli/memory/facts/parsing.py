@@ -19,6 +19,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from .. import due as due_rule
+from .. import windows
 from ..store.errors import InvalidInput
 from ..text import language
 from ..text.safety import clean
@@ -105,12 +106,15 @@ class Candidate:
 
 @dataclass
 class Parsed:
-    """Result of parsing: the data found (dict), the facts kept, and notes on every repair
-    and drop."""
+    """Result of parsing: the data found (dict), the facts kept, notes on every repair and
+    drop, and ``unreadable``: why the reply as a whole could not be read (no JSON, JSON of
+    another shape, no list of facts in it), None when it could — an empty list of facts is a
+    reply like any other."""
 
     data: dict[str, Any] = field(default_factory=dict)
     facts: list[Candidate] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unreadable: str | None = None
 
 
 def _balanced(text: str, start: int) -> str | None:
@@ -281,6 +285,28 @@ def _due(raw: Any, notes: list[str], n: int, now: datetime) -> str | None:
         return None
 
 
+def _window(
+    raw: dict[str, Any], notes: list[str], n: int, now: datetime
+) -> tuple[str | None, str | None]:
+    """A fact's validity window as the writer gave it (``valid_from`` / ``valid_until``: an
+    ISO 8601 date or date-time, or a day in words), as stored UTC text read against ``now``;
+    a bound that is no date is dropped with a note, and so is a window ending before it
+    starts."""
+    bounds: list[str | None] = []
+    for name, end in (("valid_from", False), ("valid_until", True)):
+        try:
+            bounds.append(windows.read(raw.get(name), now, end=end))
+        except (InvalidInput, OverflowError, ValueError):
+            notes.append(f"fact {n}: {name} {_text(raw.get(name))[:40]!r} is not a date; ignored")
+            bounds.append(None)
+    try:
+        windows.check(bounds[0], bounds[1])
+    except InvalidInput:
+        notes.append(f"fact {n}: its window ends before it starts; ignored")
+        return None, None
+    return bounds[0], bounds[1]
+
+
 def read_fact(
     raw: Any,
     n: int,
@@ -404,6 +430,8 @@ def read_fact(
     )
     if ignored:
         notes.append(f"fact {n}: ignored {', '.join(ignored)} (rheo decides these)")
+    moment = now if now is not None else datetime.now(tz)
+    valid_from, valid_until = _window(raw, notes, n, moment)
     fact = Fact(
         category=_category(raw.get("category", raw.get("type")), notes, n),
         topic=topic,
@@ -415,8 +443,10 @@ def read_fact(
             raw.get("due") or raw.get("due_at") or raw.get("deadline"),
             notes,
             n,
-            now if now is not None else datetime.now(tz),
+            moment,
         ),
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     return Candidate(
         fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation, scope=scope
@@ -465,14 +495,19 @@ def parse_facts(
     to others are dropped. ``turn_ids`` are the turns a digest fact may cite. ``person_text``
     is what the person said, for the language check; due dates are read against ``now`` (else
     the current time in ``tz``: `read_fact`). The facts are under ``key`` in a JSON object (or
-    the reply is a bare list). Never raises: unreadable output gives no facts and a
-    note.
+    the reply is a bare list). Never raises: unreadable output gives no facts, a note and
+    ``unreadable`` (the caller decides whether that fails its job).
     """
     parsed = Parsed()
     notes = parsed.notes
+    if not text.strip():
+        parsed.unreadable = "the reply was empty"
+        notes.append(f"dropped the reply: {parsed.unreadable}")
+        return parsed
     try:
         value = find_json(text, notes)
     except ValueError as exc:
+        parsed.unreadable = str(exc)
         notes.append(f"dropped the reply: {exc}")
         return parsed
     if isinstance(value, list):
@@ -491,12 +526,16 @@ def parse_facts(
                     notes.append(f"facts found under {alt!r}")
                     raw_facts = value[alt]
                     break
+            else:
+                parsed.unreadable = f"no {key!r} in the reply"
     else:
-        notes.append("dropped the reply: JSON is neither an object nor a list")
+        parsed.unreadable = "JSON is neither an object nor a list"
+        notes.append(f"dropped the reply: {parsed.unreadable}")
         return parsed
     if raw_facts is None:
         raw_facts = []
     if not isinstance(raw_facts, list):
+        parsed.unreadable = f"{key!r} is not a list"
         notes.append(f"{key!r} is not a list; dropped")
         return parsed
     if len(raw_facts) > limit:

@@ -7,6 +7,7 @@ addressed to rheo ("always remember that ..." pins; "I always remember birthdays
 
 from __future__ import annotations
 
-from .requests import own_words, pin_requested, wants_pin
+from .keywords import own_words
+from .requests import pin_requested, wants_pin
 
 __all__ = ["own_words", "pin_requested", "wants_pin"]

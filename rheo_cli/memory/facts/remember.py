@@ -35,20 +35,22 @@ import json
 from dataclasses import replace
 from datetime import datetime
 
+from .. import windows
 from ..store.api import Connection
 from ..store.db import write
 from ..store.errors import InvalidInput
 from ..store.settings import Settings
 from ..store.timeutil import to_stored
-from . import events
+from . import changes, events
 from .candidates import active_item, on_topic, owner_of_turn, retracted_like
 from .cap import enforce_cap
 from .equivalence import content_key
 from .fact import PERSON, RELATIONS, SOURCES, Fact, Outcome, Relation, check_fact
 from .items import MemoryItem, get_item
+from .keywords import clauses, own_words, roots
 from .reinforce import repeat, same_as
 from .scope import assistant_of_turn, check_assistant
-from .supersede import carries_pin, close, closing, pin_guard, supersede_all
+from .supersede import carries_pin, close, closing, pin_guard, supersede_all, supersede_one
 
 __all__ = ["RELATIONS", "Fact", "Outcome", "Relation", "check_fact", "remember"]
 """The write path and its vocabulary: `remember` takes a `Fact` and returns an `Outcome`."""
@@ -81,11 +83,7 @@ def remember(
     acts on the shared item; a shared fact naming the turn's assistant's own item follows it.
     Raises InvalidInput for a malformed fact or relation, NotFound for an unknown source turn.
     """
-    if source not in SOURCES:
-        raise InvalidInput(f"unknown memory source {source!r}")
-    if relation is not None and relation not in RELATIONS:
-        raise InvalidInput(f"unknown relation {relation!r}; use one of {', '.join(RELATIONS)}")
-    fact = check_fact(fact)
+    fact = _checked(fact, source, relation)
     ts = to_stored(now)
     with write(conn):
         profile, own = _owner(conn, source_turn_id, profile, assistant)
@@ -98,12 +96,12 @@ def remember(
         target, fact, assistant = _target(
             conn, profile, fact, target_id, relation, assistant, own, notes
         )
+        fact = _windowed(conn, fact, now, source_turn_id)
         if target is not None:
             active = [target]
         else:
             relation = None
             active = on_topic(conn, profile, fact.topic, assistant)
-        guard = pin_guard(active, _confidence(fact, settings), source, source_turn_id, settings)
         refiled: MemoryItem | None = None
         if relation != "done":
             same = same_as(conn, profile, fact, active, assistant, notes)
@@ -116,40 +114,95 @@ def remember(
                 active = [same, *(a for a in active if a.id != same.id)]
         if relation == "same":
             notes.append(f"said to repeat #{active[0].id} but differs in meaning: a change")
+        # Of several facts on the topic, only those this one is about change.
+        replaced = active if target is not None else changes.changed_by(active, fact)
+        if len(replaced) < len(active):
+            kept = [f"#{a.id}" for a in active if a not in replaced]
+            notes.append(f"{', '.join(kept)} on the same topic left as they are")
+        guard = pin_guard(replaced, _confidence(fact, settings), source, source_turn_id, settings)
         if guard is not None:
             return Outcome("skipped", None, note=guard)
         done = closing(active, fact, relation)
         if done is not None:
             item = close(conn, done, fact, ts, source, source_turn_id)
             return Outcome("done", item, note="; ".join(notes))
-        pinned = fact.pinned or carries_pin(active, source, source_turn_id)
-        item = _create(
-            conn,
-            profile,
-            replace(fact, pinned=pinned),
-            ts,
-            source,
-            source_turn_id,
-            settings,
-            assistant,
-        )
-        previous, conflict = supersede_all(
-            conn,
-            active,
-            item,
-            ts=ts,
-            now=now,
-            source=source,
-            source_turn_id=source_turn_id,
-            relation=relation,
-            settings=settings,
-            restated=refiled,
-        )
-        evicted = enforce_cap(
-            conn, profile, assistant, ts, settings, now, keep=item.id,
-            source_turn_id=source_turn_id,
+        later = changes.said_later(replaced, ts)
+        if later is not None:
+            return _said_before(
+                conn, profile, fact, later, ts, source, source_turn_id, settings, assistant, notes
+            )
+        return _write_change(
+            conn, profile, fact, replaced, refiled, ts=ts, now=now, source=source,
+            source_turn_id=source_turn_id, relation=relation, settings=settings,
+            assistant=assistant, notes=notes,
         )  # fmt: skip
-        item = get_item(conn, profile, item.id)
+
+
+def _checked(fact: Fact, source: str, relation: Relation | None) -> Fact:
+    """``fact`` checked (`check_fact`); raises InvalidInput for an unknown source or
+    relation."""
+    if source not in SOURCES:
+        raise InvalidInput(f"unknown memory source {source!r}")
+    if relation is not None and relation not in RELATIONS:
+        raise InvalidInput(f"unknown relation {relation!r}; use one of {', '.join(RELATIONS)}")
+    return check_fact(fact)
+
+
+def _write_change(
+    conn: Connection,
+    profile: str,
+    fact: Fact,
+    replaced: list[MemoryItem],
+    refiled: MemoryItem | None,
+    *,
+    ts: str,
+    now: datetime,
+    source: str,
+    source_turn_id: int | None,
+    relation: Relation | None,
+    settings: Settings,
+    assistant: str | None,
+    notes: list[str],
+) -> Outcome:
+    """The new item for ``fact``, superseding ``replaced`` (flagged as a conflict unless the
+    person stated the change: `changes.stated`), then the cap enforced; inside the caller's
+    transaction."""
+    announced = bool(replaced) and changes.stated(conn, fact, source_turn_id, replaced)
+    pinned = (
+        fact.pinned
+        or carries_pin(replaced, source, source_turn_id)
+        or (announced and any(old.pinned for old in replaced))
+    )
+    item = _create(
+        conn,
+        profile,
+        replace(fact, pinned=pinned),
+        ts,
+        source,
+        source_turn_id,
+        settings,
+        assistant,
+    )
+    previous, conflict = supersede_all(
+        conn,
+        replaced,
+        item,
+        ts=ts,
+        now=now,
+        source=source,
+        source_turn_id=source_turn_id,
+        relation=relation,
+        settings=settings,
+        restated=refiled,
+        announced=announced,
+    )
+    if announced and previous is not None:
+        notes.append("a change the person stated: applied")
+    evicted = enforce_cap(
+        conn, profile, assistant, ts, settings, now, keep=item.id,
+        source_turn_id=source_turn_id,
+    )  # fmt: skip
+    item = get_item(conn, profile, item.id)
     return Outcome(
         "superseded" if previous else "created",
         item,
@@ -219,15 +272,93 @@ def _target(
 
 def _refiling(old: MemoryItem, fact: Fact, assistant: str | None) -> str | None:
     """Why ``fact``, the same words as ``old``, is still a change (None: a plain repeat): it
-    makes a fact an open item, or gives an open item another due date. Only within one
-    scope (an assistant's repeat of a shared fact stays a repeat)."""
-    if old.assistant != assistant or fact.category != "open_item":
+    makes a fact an open item, gives an open item another due date, or gives a fact another
+    validity window ("until Friday" said again a week later). Only within one scope (an
+    assistant's repeat of a shared fact stays a repeat)."""
+    if old.assistant != assistant:
+        return None
+    window = (fact.valid_from, fact.valid_until)
+    if fact.category != "open_item" and any(window) and window != (old.valid_from, old.valid_until):
+        return "with another validity window"
+    if fact.category != "open_item":
         return None
     if old.category != "open_item":
         return "as an open item"
     if fact.due_at is not None and fact.due_at != old.due_at:
         return "with another due date"
     return None
+
+
+def _windowed(conn: Connection, fact: Fact, now: datetime, source_turn_id: int | None) -> Fact:
+    """``fact`` with the validity window its words give it (`windows.infer`) when its writer
+    gave none: from its own words, else from the clause of the person's turn it came from
+    (one that shares a word with it), read at ``now`` in the person's zone. An open item's
+    window end becomes its due date when it has none (an open item is followed up, not
+    dropped, when its time passes)."""
+    if fact.valid_from is not None or fact.valid_until is not None:
+        window = None
+    else:
+        window = windows.infer(fact.wording(), now) or _window_in_turn(
+            conn, fact, now, source_turn_id
+        )
+    if fact.category == "open_item":
+        end = window.end if window is not None else None
+        if fact.due_at is None and end is not None:
+            return replace(fact, due_at=to_stored(end))
+        return fact
+    if window is None:
+        return fact
+    valid_from, valid_until = window.stored()
+    return replace(fact, valid_from=valid_from, valid_until=valid_until)
+
+
+def _window_in_turn(
+    conn: Connection, fact: Fact, now: datetime, source_turn_id: int | None
+) -> windows.Window | None:
+    """The window a clause of the person's turn ``source_turn_id`` gives ``fact`` (the
+    first clause sharing a word with it that names one), or None."""
+    if source_turn_id is None:
+        return None
+    row = conn.execute("SELECT role, content FROM turns WHERE id = ?", (source_turn_id,)).fetchone()
+    if row is None or row[0] != "user":
+        return None
+    about = roots(fact.label, fact.properties)
+    for clause in clauses(own_words(row[1])):
+        if roots(clause) & about:
+            window = windows.infer(clause, now)
+            if window is not None:
+                return window
+    return None
+
+
+def _said_before(
+    conn: Connection,
+    profile: str,
+    fact: Fact,
+    later: MemoryItem,
+    ts: str,
+    source: str,
+    source_turn_id: int | None,
+    settings: Settings,
+    assistant: str | None,
+    notes: list[str],
+) -> Outcome:
+    """``fact`` was said (at ``ts``) before ``later``, the value that holds now: keep it in
+    the history, already superseded by ``later`` (a retried job running late never brings an
+    old value back)."""
+    item = _create(conn, profile, replace(fact, pinned=False), ts, source, source_turn_id, settings,
+                   assistant)  # fmt: skip
+    supersede_one(
+        conn,
+        item,
+        later,
+        ts,
+        source_turn_id,
+        cause=f"said before #{later.id} ({later.created_at[:10]}), which stays current: "
+        f"{later.content_text()}",
+    )
+    notes.append(f"said before #{later.id}, which stays current")
+    return Outcome("created", get_item(conn, profile, item.id), note="; ".join(notes))
 
 
 def _confidence(fact: Fact, settings: Settings) -> float:
@@ -254,8 +385,8 @@ def _create(
         "memory_items",
         "INSERT INTO memory_items(profile, category, topic, label, properties, content_key, "
         "confidence, reinforcements, pinned, reason, source, source_turn_id, created_at, "
-        "reinforced_at, status, due_at, assistant) VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, "
-        "?, 'active', ?, ?)",
+        "reinforced_at, status, due_at, assistant, valid_from, valid_until) VALUES (?, ?, ?, ?, ?, "
+        "?, ?, 1, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
         (
             profile,
             fact.category,
@@ -272,6 +403,8 @@ def _create(
             ts,
             fact.due_at,
             assistant,
+            fact.valid_from,
+            fact.valid_until,
         ),
     )
     assert cur.lastrowid is not None

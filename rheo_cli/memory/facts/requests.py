@@ -21,12 +21,11 @@ from datetime import datetime
 from typing import Literal
 
 from ..store.api import Connection
-from ..store.errors import EngineError
 from ..store.settings import Settings
-from . import curation
 from .equivalence import content_words, similar, topic_key
 from .fact import LABEL_MAX
-from .items import search_items
+from .forgetting import forget_matching
+from .keywords import own_words
 from .remember import Fact, remember
 from .scope import assistant_of_turn
 
@@ -49,6 +48,15 @@ _ASKING = re.compile(r"you|-tu|-vous|du|puedes|podr", re.IGNORECASE)
 """A lead that asks rheo ("can you note that ...?"): a request despite its question mark."""
 
 _THAT = r"(?:\s*[:,]\s*|\s+)"
+_PLEASE = (
+    r"(?:\s*,?\s*(?:please|pls|bitte|por\s+favor|s'il\s+te\s+pla[iî]t|s'il\s+vous\s+pla[iî]t"
+    r"|stp)\b\s*,?)?"
+)
+"""A "please" after the verb ("merk dir bitte, dass …", "forget please that …")."""
+_MY = r"(?:my|our|mine|the|his|her|their)\b"
+_MON = r"(?:mon|ma|mes|notre|nos)\b"
+_MEIN = r"(?:mein|meine|meinen|meinem|meiner|meines|unser\w*)\b"
+_MI = r"(?:mi|mis|nuestro|nuestra|nuestros|nuestras)\b"
 
 Kind = Literal["remember", "forget"]
 
@@ -59,43 +67,92 @@ _RAW: list[tuple[Kind, bool, str]] = [
         "remember",
         True,
         r"(?:always\s+remember|never\s+(?:ever\s+)?forget|(?:don't|do\s+not|dont)\s+"
-        r"(?:ever\s+)?forget)(?:\s+that\b|\s+this\b)?" + _THAT + r"(?P<c>.+)",
+        r"(?:ever\s+)?forget)" + _PLEASE + r"(?:\s+that\b|\s+this\b)?" + _THAT + r"(?P<c>.+)",
     ),
     (
         "remember",
         False,
         r"(?:remember|note|make\s+a\s+note|take\s+a\s+note|keep\s+in\s+mind|bear\s+in\s+mind)"
-        r"(?:\s+that\b\s*|\s*:\s*)(?P<c>.+)",
+        + _PLEASE
+        + r"(?:\s+that\b\s*|\s*:\s*)(?P<c>.+)",
     ),
-    ("forget", False, r"(?:forget|disregard)\s+(?:about\s+)?that\s+(?P<c>\w.+)"),
-    ("forget", False, r"forget\s+what\s+I\s+(?:said|told\s+you)\s+about\s+(?P<c>.+)"),
+    ("forget", False, r"(?:forget|disregard)" + _PLEASE + r"\s+(?:about\s+)?that\s+(?P<c>\w.+)"),
+    (
+        "forget",
+        False,
+        r"forget" + _PLEASE + r"\s+(?:everything\s+|all\s+|anything\s+)?(?:what\s+)?"
+        r"(?:I\s+(?:said|told\s+you|mentioned)|you\s+know)\s+about\s+(?P<c>.+)",
+    ),
+    ("forget", False, r"forget" + _PLEASE + r"\s+(?:everything|all|anything)\s+about\s+(?P<c>.+)"),
+    ("forget", False, r"forget" + _PLEASE + r"\s+(?:about\s+)?(?P<c>" + _MY + r".+)"),
+    ("forget", False, r"forget" + _PLEASE + r"\s+about\s+(?P<c>\w.+)"),
     ("forget", False, r"stop\s+remembering(?:\s+that\b)?\s+(?P<c>.+)"),
+    (
+        "forget",
+        False,
+        r"(?:delete|erase|remove|wipe|drop)"
+        + _PLEASE
+        + r"\s+(?P<c>.+?)\s+from\s+(?:your\s+|the\s+)?"
+        r"(?:memory|memories)\b.*",
+    ),
+    (
+        "forget",
+        False,
+        r"(?:delete|erase|remove|wipe)" + _PLEASE + r"\s+(?:the\s+fact\s+that\s+|that\s+(?=\w+\s))?"
+        r"(?P<c>(?:" + _MY + r"|I\b|I'm\b|I've\b).+)",
+    ),
     # French
     (
         "remember",
         True,
         r"(?:n'oublie(?:z)?\s+(?:pas|jamais)|souviens-toi\s+toujours|souvenez-vous\s+toujours"
-        r"|rappelle-toi\s+toujours|retiens\s+bien)(?:\s+que\s+|\s+qu'|\s*:\s*|\s+)(?P<c>.+)",
+        r"|rappelle-toi\s+toujours|retiens\s+bien)"
+        + _PLEASE
+        + r"(?:\s+que\s+|\s+qu'|\s*:\s*|\s+)(?P<c>.+)",
     ),
     (
         "remember",
         False,
         r"(?:souviens-toi|souvenez-vous|rappelle-toi|rappelez-vous|retiens|retenez|note|notez"
-        r"|prends\s+note|prenez\s+note|garde\s+en\s+t[eê]te)(?:\s+que\s+|\s+qu'|\s*:\s*)"
+        r"|prends\s+note|prenez\s+note|garde\s+en\s+t[eê]te)"
+        + _PLEASE
+        + r"(?:\s+que\s+|\s+qu'|\s*:\s*)"
         r"(?P<c>.+)",
     ),
-    ("forget", False, r"(?:oublie|oubliez)\s+(?:que\s+|qu')(?P<c>.+)"),
+    ("forget", False, r"(?:oublie|oubliez)" + _PLEASE + r"\s*(?:que\s+|qu')(?P<c>.+)"),
+    (
+        "forget",
+        False,
+        r"(?:oublie|oubliez)"
+        + _PLEASE
+        + r"\s+(?:tout\s+)?ce\s+que\s+je\s+(?:t'ai|vous\s+ai)\s+dit\s+"
+        r"(?:sur|de|à\s+propos\s+de)\s+(?P<c>.+)",
+    ),
+    ("forget", False, r"(?:oublie|oubliez)" + _PLEASE + r"\s+(?P<c>" + _MON + r".+)"),
     (
         "forget",
         False,
         r"(?:arr[eê]te|arr[eê]tez)\s+de\s+(?:te|vous)\s+souvenir\s+(?:que\s+|qu'|de\s+|d')"
         r"(?P<c>.+)",
     ),
+    (
+        "forget",
+        False,
+        r"(?:efface|effacez|supprime|supprimez)" + _PLEASE + r"\s+(?P<c>.+?)\s+de\s+(?:ta|votre)\s+"
+        r"m[ée]moire\b.*",
+    ),
+    (
+        "forget",
+        False,
+        r"(?:efface|effacez|supprime|supprimez)" + _PLEASE + r"\s+(?P<c>" + _MON + r".+)",
+    ),
     # German
     (
         "remember",
         True,
-        r"(?:vergiss\s+(?:das\s+)?(?:nicht|nie|niemals)|vergessen\s+Sie\s+(?:nicht|nie)"
+        r"(?:vergiss"
+        + _PLEASE
+        + r"\s+(?:das\s+)?(?:nicht|nie|niemals)|vergessen\s+Sie\s+(?:nicht|nie)"
         r"|merk(?:e)?\s+dir\s+(?:für\s+immer|immer)|denk(?:e)?\s+immer\s+daran)"
         r"(?:\s*,?\s*dass\s+|\s*:\s*|\s*,\s*|\s+)(?P<c>.+)",
     ),
@@ -103,29 +160,70 @@ _RAW: list[tuple[Kind, bool, str]] = [
         "remember",
         False,
         r"(?:merk(?:e)?\s+dir|merken\s+Sie\s+sich|denk(?:e)?\s+daran|notier(?:e)?"
-        r"|notieren\s+Sie)(?:\s*,?\s*dass\s+|\s*:\s*)(?P<c>.+)",
+        r"|notieren\s+Sie)" + _PLEASE + r"(?:\s*,?\s*dass\s+|\s*:\s*)(?P<c>.+)",
     ),
-    ("forget", False, r"(?:vergiss|vergessen\s+Sie)\s*,?\s*dass\s+(?P<c>.+)"),
+    ("forget", False, r"(?:vergiss|vergessen\s+Sie)" + _PLEASE + r"\s*,?\s*dass\s+(?P<c>.+)"),
+    (
+        "forget",
+        False,
+        r"(?:vergiss|vergessen\s+Sie)" + _PLEASE + r"\s*,?\s*(?:alles\s*,?\s*)?was\s+ich\s+"
+        r"(?:dir|Ihnen)\s+über\s+(?P<c>.+?)\s+(?:gesagt|erzählt)\s+habe",
+    ),
+    ("forget", False, r"(?:vergiss|vergessen\s+Sie)" + _PLEASE + r"\s+(?P<c>" + _MEIN + r".+)"),
     (
         "forget",
         False,
         r"hör(?:e)?\s+auf\s*,?\s*dir\s+zu\s+merken\s*,?\s*dass\s+(?P<c>.+)",
+    ),
+    (
+        "forget",
+        False,
+        r"(?:lösch(?:e)?|löschen\s+Sie|entfern(?:e)?|entfernen\s+Sie)"
+        + _PLEASE
+        + r"\s+(?P<c>.+?)\s+"
+        r"aus\s+(?:deinem|Ihrem)\s+(?:Gedächtnis|Speicher)\b.*",
+    ),
+    (
+        "forget",
+        False,
+        r"(?:lösch(?:e)?|löschen\s+Sie|entfern(?:e)?|entfernen\s+Sie)"
+        + _PLEASE
+        + r"\s+(?P<c>"
+        + _MEIN
+        + r".+)",
     ),
     # Spanish
     (
         "remember",
         True,
         r"(?:no\s+olvides|nunca\s+olvides|no\s+te\s+olvides\s+de|recuerda\s+siempre"
-        r"|acu[eé]rdate\s+siempre\s+de)(?:\s+que\s+|\s*:\s*|\s+)(?P<c>.+)",
+        r"|acu[eé]rdate\s+siempre\s+de)" + _PLEASE + r"(?:\s+que\s+|\s*:\s*|\s+)(?P<c>.+)",
     ),
     (
         "remember",
         False,
         r"(?:recuerda|recuerde|acu[eé]rdate\s+de|anota|apunta|toma\s+nota\s+de"
-        r"|ten\s+en\s+cuenta)(?:\s+que\s+|\s*:\s*)(?P<c>.+)",
+        r"|ten\s+en\s+cuenta)" + _PLEASE + r"(?:\s+que\s+|\s*:\s*)(?P<c>.+)",
     ),
-    ("forget", False, r"(?:olvida|olvide|olv[ií]date\s+de)\s+que\s+(?P<c>.+)"),
+    ("forget", False, r"(?:olvida|olvide|olv[ií]date\s+de)" + _PLEASE + r"\s+que\s+(?P<c>.+)"),
+    (
+        "forget",
+        False,
+        r"(?:olvida|olvide)" + _PLEASE + r"\s+(?:todo\s+)?lo\s+que\s+te\s+dije\s+(?:sobre|de)\s+"
+        r"(?P<c>.+)",
+    ),
+    (
+        "forget",
+        False,
+        r"(?:olvida|olvide|olv[ií]date\s+de)" + _PLEASE + r"\s+(?P<c>" + _MI + r".+)",
+    ),
     ("forget", False, r"deja\s+de\s+recordar(?:\s+que)?\s+(?P<c>.+)"),
+    (
+        "forget",
+        False,
+        r"(?:borra|borre|elimina|elimine)" + _PLEASE + r"\s+(?P<c>.+?)\s+de\s+tu\s+memoria\b.*",
+    ),
+    ("forget", False, r"(?:borra|borre|elimina|elimine)" + _PLEASE + r"\s+(?P<c>" + _MI + r".+)"),
 ]
 _PATTERNS = [(k, p, re.compile(rx, re.IGNORECASE | re.VERBOSE)) for k, p, rx in _RAW]
 
@@ -165,6 +263,11 @@ def _sentences(text: str) -> list[str]:
     return out
 
 
+_TRAILING_PLEASE = re.compile(
+    r"[\s,]*(?:please|pls|bitte|por\s+favor|s'il\s+te\s+pla[iî]t|s'il\s+vous\s+pla[iî]t|stp)"
+    r"[\s.!]*$",
+    re.IGNORECASE,
+)
 _TO_DO = re.compile(r"^(?:to|d'|de|zu|de\s+que)\s+", re.IGNORECASE)
 
 
@@ -178,12 +281,6 @@ class Request:
     content: str
     pin: bool
     sentence: str
-
-
-def own_words(text: str) -> str:
-    """The person's own words in a message: a piped document (``<stdin>...</stdin>``) is
-    someone else's text, so "never forget" inside it asks nothing."""
-    return re.sub(r"<stdin>.*?(</stdin>|$)", " ", text, flags=re.S)
 
 
 def detect(text: str) -> list[Request]:
@@ -203,7 +300,8 @@ def detect(text: str) -> list[Request]:
             match = pattern.match(rest)
             if match is None:
                 continue
-            content = match.group("c").strip().rstrip(".!?;").strip("\"'«»“”„ ").strip()
+            content = _TRAILING_PLEASE.sub("", match.group("c").strip().rstrip(".!?;"))
+            content = content.strip("\"'«»“”„ ").strip()
             if set(content_words(content, {})) - _PRONOUNS:
                 found.append(Request(kind, content[:LABEL_MAX], pin, sentence))
             break
@@ -266,9 +364,11 @@ def honour(
     settings: Settings,
 ) -> list[str]:
     """Act on the explicit requests in the person's turn ``turn_id`` (its ``text``): store
-    each "remember" (pinned when asked) and retract the active items each "forget" names.
-    Returns one note per request, saying what was done. Raises EngineError subclasses only
-    for a store that cannot be written (callers keep the chat going)."""
+    each "remember" (pinned when asked) and retract every fact each "forget" speaks of,
+    whatever its wording (`forgetting.forget_matching`). Returns one note per request, saying
+    what was done: ``stored memory #12``, ``forgot #3 (Ana uses Neovim)``, or that nothing
+    matched and how to look. Raises EngineError subclasses only for a store that cannot be
+    written (callers keep the chat going)."""
     notes: list[str] = []
     for request in detect(own_words(text)):
         if request.kind == "remember":
@@ -283,25 +383,14 @@ def honour(
             )
             notes.append(outcome.describe())
             continue
-        retracted = []
-        seen_by = assistant_of_turn(conn, turn_id)  # what the assistant talked to sees
-        for item, _ in search_items(conn, profile, request.content, limit=50, assistant=seen_by):
-            if _matches(request.content, item.label, item.properties):
-                try:
-                    curation.forget(
-                        conn,
-                        profile,
-                        item.id,
-                        now,
-                        cause=f'the person asked: "{request.sentence[:200]}" (turn #{turn_id})',
-                        source_turn_id=turn_id,
-                    )
-                except EngineError:
-                    continue
-                retracted.append(f"#{item.id}")
-        notes.append(
-            f"retracted {', '.join(retracted)}"
-            if retracted
-            else f'nothing stored matches "{request.content[:80]}"'
+        _, note = forget_matching(
+            conn,
+            profile,
+            request.content,
+            now=now,
+            cause=f'the person asked: "{request.sentence[:200]}" (turn #{turn_id})',
+            turn_id=turn_id,
+            assistant=assistant_of_turn(conn, turn_id),  # what the assistant talked to sees
         )
+        notes.append(note)
     return notes

@@ -97,12 +97,16 @@ def supersede_all(
     relation: Relation | None,
     settings: Settings,
     restated: MemoryItem | None = None,
+    announced: bool = False,
+    why: str = "",
 ) -> tuple[MemoryItem | None, bool]:
     """Let ``new`` supersede every item of ``active``, flagging a pair for review when both
     are confident (>= ``conflict_threshold``, the old one after decay at ``now``) unless the
-    new one refines the old, ends it (``relation="done"``) or is ``restated``, the same words
-    filed anew (as an open item, with another due date). Returns the first item superseded
-    (None when ``active`` is empty) and whether that pair was flagged."""
+    new one refines the old, ends it (``relation="done"``), is ``restated`` (the same words
+    filed anew: as an open item, with another due date) or was ``announced`` as a change by
+    the person ("I moved", "no longer": `changes.stated`). Returns the first item superseded
+    (None when ``active`` is empty) and whether that pair was flagged. ``why`` is added to
+    each supersession's event (who decided it, and their reason)."""
     previous: MemoryItem | None = None
     conflict = False
     for old in active:
@@ -110,26 +114,29 @@ def supersede_all(
         old_conf = round(old.effective(now, settings), 2)
         flagged = (
             relation != "done"
+            and not announced
             and (restated is None or old.id != restated.id)
             and not refines(old, source, source_turn_id)
             and old_conf >= settings.conflict_threshold
             and round(new.confidence, 2) >= settings.conflict_threshold
         )
-        _supersede(conn, old, new, ts, source_turn_id, flagged, old_conf)
+        _supersede(conn, old, new, ts, source_turn_id, flagged, old_conf, why)
         if previous is None:
             previous, conflict = old, flagged
     return previous, conflict
 
 
-def _supersede(
+def supersede_one(
     conn: Connection,
     old: MemoryItem,
     new: MemoryItem,
     ts: str,
     source_turn_id: int | None,
-    flagged: bool,
-    old_confidence: float,
+    *,
+    cause: str,
 ) -> None:
+    """Mark ``old`` superseded by ``new`` (stored UTC ``ts``) with a ``superseded`` event
+    saying ``cause``; no conflict is flagged."""
     conn.execute(
         "UPDATE memory_items SET status = 'superseded', superseded_by = ? WHERE id = ?",
         (new.id, old.id),
@@ -140,10 +147,24 @@ def _supersede(
         profile=old.profile,
         ts=ts,
         kind="superseded",
-        cause=f"replaced by #{new.id}: {new.content_text()}",
+        cause=cause,
         related_item_id=new.id,
         source_turn_id=source_turn_id,
     )
+
+
+def _supersede(
+    conn: Connection,
+    old: MemoryItem,
+    new: MemoryItem,
+    ts: str,
+    source_turn_id: int | None,
+    flagged: bool,
+    old_confidence: float,
+    why: str = "",
+) -> None:
+    cause = f"replaced by #{new.id}: {new.content_text()}" + (f" [{why}]" if why else "")
+    supersede_one(conn, old, new, ts, source_turn_id, cause=cause)
     if flagged:
         conn.execute("UPDATE memory_items SET conflict_with = ? WHERE id = ?", (old.id, new.id))
         for a, b in ((new, old), (old, new)):

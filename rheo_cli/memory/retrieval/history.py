@@ -359,13 +359,7 @@ def collect(
 
 def _changed(update: supersede.Update, tz: tzinfo | None) -> str:
     """The mark on a line whose fact changed later: when, and the value that holds now."""
-    when = display(update.changed_at, tz, with_time=False)
-    newest = update.newest
-    if newest.status == "retracted":
-        return f"(superseded on {when}; no longer holds)"
-    if newest.status == "done":
-        return f"(superseded on {when}; now done: {clip(newest.content_text(), 60)})"
-    return f"(superseded on {when}; now: {clip(newest.content_text(), 60)})"
+    return supersede.note(update, tz)
 
 
 def _add_newer_turns(

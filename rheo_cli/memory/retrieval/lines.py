@@ -37,6 +37,7 @@ class Line:
     order: tuple[float, ...] = ()
     why: str = ""
     turn_ids: Sequence[int] = ()
+    essential: bool = False
 
     @property
     def tokens(self) -> int:

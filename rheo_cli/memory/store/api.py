@@ -499,13 +499,13 @@ class Store(ABC):
         return column
 
     def superseded_sources(self, profile: str, turn_ids: Sequence[int]) -> list[Any]:
-        """``(source_turn_id, superseded_by)`` of ``profile``'s superseded items learnt from
+        """``(id, source_turn_id, superseded_by)`` of ``profile``'s superseded items learnt from
         ``turn_ids``, by item id: through the source-turn index (a profile has few items per
         turn, but may have thousands of superseded ones)."""
         marks = ",".join("?" * len(turn_ids))
         profile_col, status_col = self._unindexed("profile"), self._unindexed("status")
         return self.conn.execute(
-            f"SELECT source_turn_id, superseded_by FROM memory_items WHERE {profile_col} = ? "
+            f"SELECT id, source_turn_id, superseded_by FROM memory_items WHERE {profile_col} = ? "
             f"AND source_turn_id IN ({marks}) AND {status_col} = 'superseded' "
             "AND superseded_by IS NOT NULL ORDER BY id",
             (profile, *turn_ids),

@@ -705,6 +705,23 @@ sessions(profile, id)``, `TENANT_LINKS`), so a row can only point at a row of it
 a member cannot tie its rows to another profile's (which would block that profile's purge,
 and tell whether an id exists). Existing rows are not re-checked (``NOT VALID``): they were
 written by rheo, for one tenant each."""
+M010_MEMORY_WINDOWS = """
+    ALTER TABLE memory_items ADD COLUMN valid_from TEXT;
+    ALTER TABLE memory_items ADD COLUMN valid_until TEXT;
+    DROP TRIGGER memory_items_content_fixed ON memory_items;
+    CREATE TRIGGER memory_items_content_fixed BEFORE UPDATE OF
+        profile, category, topic, label, properties, content_key, source_turn_id, created_at,
+        valid_from, valid_until
+        ON memory_items FOR EACH ROW
+        EXECUTE FUNCTION rheo_refuse('memory item content is immutable: write a new item');
+    ALTER TABLE jobs DROP CONSTRAINT IF EXISTS jobs_kind_check;
+    ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check
+        CHECK (kind IN ('extract', 'digest', 'consolidate'));
+    ALTER TABLE jobs ADD COLUMN failures_alike BIGINT NOT NULL DEFAULT 0;
+"""
+"""Validity windows of facts and consolidation jobs (SQLite's m014): ``valid_from`` /
+``valid_until`` on memory items (part of their immutable content), the ``consolidate`` job
+kind, and ``failures_alike``, the failed attempts in a row that ended with the same error."""
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_schema", M001_SCHEMA),
@@ -716,6 +733,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m007_purge_keys", M007_PURGE_KEYS),
     ("m008_postings", M008_POSTINGS),
     ("m009_member_logins", M009_MEMBER_LOGINS),
+    ("m010_memory_windows", M010_MEMORY_WINDOWS),
 ]
 """Every PostgreSQL migration, in order: ``(name, SQL script)``."""
 

@@ -21,7 +21,7 @@ from .v001_003 import m001_ledger, m002_memory, m003_job_leases
 from .v004_006 import CJK_GLOB, m004_trigram_index, m005_deferred_indexing, m006_no_replace
 from .v007_009 import m007_knowledge_base, m008_source_keys, m009_purge
 from .v010_011 import m010_assistant_scope, m011_tenant_in_word_index
-from .v012_014 import m012_profile_counters, m013_purge_keys
+from .v012_014 import m012_profile_counters, m013_purge_keys, m014_memory_windows
 
 __all__ = [
     "CJK_GLOB",
@@ -50,6 +50,7 @@ MIGRATIONS: list[Migration] = [
     m011_tenant_in_word_index,
     m012_profile_counters,
     m013_purge_keys,
+    m014_memory_windows,
 ]
 """Every migration, in order; ``PRAGMA user_version`` is the count applied."""
 

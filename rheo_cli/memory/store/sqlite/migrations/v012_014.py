@@ -1,5 +1,6 @@
 """Schema version 12: per-profile counters — stable session numbers and the memory
-generation the hot cache is checked against; 13: the content keys of what a purge erased."""
+generation the hot cache is checked against; 13: the content keys of what a purge erased;
+14: validity windows of facts, and consolidation jobs that stop after failing alike."""
 
 from __future__ import annotations
 
@@ -103,3 +104,58 @@ def m013_purge_keys(conn: sqlite3.Connection) -> None:
     (shared or the same assistant's) made after it, or, with none, is active again; an event
     says which."""
     run_script(conn, "ALTER TABLE purges ADD COLUMN keys TEXT NOT NULL DEFAULT '[]';" + ORPHANS)
+
+
+MEMORY_WINDOWS = """
+    ALTER TABLE memory_items ADD COLUMN valid_from TEXT;
+    ALTER TABLE memory_items ADD COLUMN valid_until TEXT;
+    DROP TRIGGER memory_items_content_fixed;
+    CREATE TRIGGER memory_items_content_fixed BEFORE UPDATE OF
+        profile, category, topic, label, properties, content_key, source_turn_id,
+        created_at, valid_from, valid_until ON memory_items
+    BEGIN SELECT RAISE(ABORT, 'memory item content is immutable: write a new item'); END;
+    CREATE TABLE jobs_v14 (
+        id             INTEGER PRIMARY KEY AUTOINCREMENT,
+        profile        TEXT NOT NULL,
+        kind           TEXT NOT NULL CHECK (kind IN ('extract', 'digest', 'consolidate')),
+        ref_id         INTEGER NOT NULL,
+        status         TEXT NOT NULL DEFAULT 'pending'
+                           CHECK (status IN ('pending', 'running', 'done', 'failed')),
+        attempts       INTEGER NOT NULL DEFAULT 0,
+        last_error     TEXT,
+        lease_until    REAL,
+        not_before     REAL,
+        created_at     TEXT NOT NULL,
+        updated_at     TEXT NOT NULL,
+        leased_by      TEXT,
+        notes          TEXT NOT NULL DEFAULT '[]',
+        failures_alike INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (kind, ref_id)
+    );
+    INSERT INTO jobs_v14(id, profile, kind, ref_id, status, attempts, last_error, lease_until,
+        not_before, created_at, updated_at, leased_by, notes, failures_alike)
+    SELECT id, profile, kind, ref_id, status, attempts, last_error, lease_until, not_before,
+        created_at, updated_at, leased_by, notes,
+        CASE WHEN last_error IS NULL THEN 0 ELSE 1 END
+    FROM jobs ORDER BY id;
+    DROP TABLE jobs;
+    ALTER TABLE jobs_v14 RENAME TO jobs;
+    CREATE INDEX jobs_status ON jobs(status, id);
+    CREATE INDEX jobs_ref ON jobs(profile, kind, ref_id);
+"""
+
+
+def m014_memory_windows(conn: sqlite3.Connection) -> None:
+    """Facts with a validity window, and a queue that gives up on a job failing alike.
+
+    ``valid_from`` / ``valid_until`` (stored UTC text, NULL: open) say when a fact holds ("I'm
+    in Paris until Friday"): past its window a fact leaves CURRENT MEMORY but is kept, listed
+    as expired. Like the rest of an item's content they never change (a new window is a new
+    item). Existing items have no window.
+
+    The job queue takes a third kind, ``consolidate`` (a model reviews the profile's facts for
+    duplicates and stale ones), and counts ``failures_alike``: how many failed attempts in a
+    row ended with the same error, so a job failing the same way stops being retried sooner
+    (`jobs.fail`). The table is rebuilt to widen its kind check (SQLite cannot alter one);
+    every row, id and index is kept."""
+    run_script(conn, MEMORY_WINDOWS)
