@@ -72,7 +72,10 @@ class Context:
 
     ``sections`` holds only non-empty sections in `ORDER`. ``session_id`` is the session the
     message belongs to (None when it would open a new one). ``notes`` are one-line remarks for
-    the person (e.g. the message alone exceeds the budget).
+    the person (e.g. the message alone exceeds the budget). ``candidates`` (section name ->
+    every candidate line, kept or not) and ``by_share`` (section name -> the lines kept within
+    the section's guaranteed share, before the rest went by rank) say why a line is absent:
+    never found, ranked out, or displaced by a share (`bench/locomo.py --explain-misses`).
     """
 
     sections: list[Section]
@@ -80,6 +83,8 @@ class Context:
     budget: int
     session_id: int | None
     notes: list[str] = field(default_factory=list)
+    candidates: dict[str, list[Line]] = field(default_factory=dict, repr=False)
+    by_share: dict[str, list[Line]] = field(default_factory=dict, repr=False)
 
     def section(self, name: str) -> Section | None:
         """The section called ``name``, if present."""
@@ -187,7 +192,8 @@ def assemble(
         assistant=assistant,
         unreadable=unreadable,
     )
-    kept = budgeting.allocate(candidates, limit, PREAMBLES)
+    first_pass: dict[str, list[Line]] = {}
+    kept = budgeting.allocate(candidates, limit, PREAMBLES, first_pass=first_pass)
     sections = [
         Section(
             name=name,
@@ -198,7 +204,14 @@ def assemble(
         for name in ORDER
         if kept.get(name)
     ]
-    ctx = Context(sections=sections, message=message, budget=limit, session_id=session_id)
+    ctx = Context(
+        sections=sections,
+        message=message,
+        budget=limit,
+        session_id=session_id,
+        candidates=candidates,
+        by_share=first_pass,
+    )
     _enforce(ctx)
     if unreadable:
         names = ", ".join(n.lower() for n in ORDER if n in unreadable)

@@ -54,13 +54,16 @@ def allocate(
     limit: int,
     preambles: Mapping[str, str],
     shares: Mapping[str, float] | None = None,
+    first_pass: dict[str, list[Line]] | None = None,
 ) -> dict[str, list[Line]]:
     """Choose which candidate lines to keep within ``limit`` tokens.
 
     ``candidates`` maps a section name to its lines in any order (``Line.rank``: higher is
     better). Returns the kept lines per section (every name of `ORDER`, possibly empty), in
     rank order. The total of kept lines plus section overheads never exceeds ``limit``.
-    ``shares`` defaults to `SHARES`.
+    ``shares`` defaults to `SHARES`. ``first_pass``, when given, receives the lines each
+    section kept within its guaranteed share (the rest were kept by rank), for explaining
+    what displaced what.
     """
     shares = SHARES if shares is None else shares
     ranked = {name: sorted(candidates.get(name, []), key=lambda ln: -ln.rank) for name in ORDER}
@@ -93,6 +96,8 @@ def allocate(
 
     for name in PRIORITY:
         fill(name, shares.get(name, 0.0) * limit)
+    if first_pass is not None:
+        first_pass.update({name: list(lines) for name, lines in kept.items()})
     # Second pass: the best remaining line of any section, while anything fits.
     pool = sorted(
         ((line.rank, name, line) for name in ORDER for line in ranked[name][len(kept[name]) :]),
