@@ -33,6 +33,7 @@ from ..retrieval.lines import (
     STABLE,
     Line,
 )
+from ..retrieval.query import analyse
 from ..store.settings import Settings
 from ..text.tokens import estimate
 from . import budget as budgeting
@@ -179,6 +180,7 @@ def assemble(
             raise
         unreadable[CURRENT_SESSION] = " ".join(str(exc).split())[:160]
     tz: tzinfo | None = now.tzinfo
+    query = analyse(message, now)
     candidates = sources.collect(
         conn,
         profile=profile,
@@ -191,9 +193,16 @@ def assemble(
         budget=limit,
         assistant=assistant,
         unreadable=unreadable,
+        query=query,
     )
     first_pass: dict[str, list[Line]] = {}
-    kept = budgeting.allocate(candidates, limit, PREAMBLES, first_pass=first_pass)
+    kept = budgeting.allocate(
+        candidates,
+        limit,
+        PREAMBLES,
+        shares=budgeting.shares_for(query),
+        first_pass=first_pass,
+    )
     sections = [
         Section(
             name=name,

@@ -30,6 +30,7 @@ from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
 from ..text.tokens import estimate
 from . import supersede
+from .excerpt import excerpt
 from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
@@ -57,10 +58,24 @@ ITEM_WEIGHT = 1.0
 """Score added to a turn a matching stored fact was learnt from (times that fact's match)."""
 TIME_WEIGHT = 0.8
 """Score added to a turn inside the time range the message names."""
+SPEAKER_WEIGHT = 0.3
+"""Score added to a matching turn of the speaker the message asks about (`Query.speaker`:
+the person's own turns for "what do I…", "when did I…"; the assistant's for "what did you
+suggest?")."""
 LINE_SHARE = 0.04
 """A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
 the sentences that match the message."""
 LINE_MIN = 30
+EXCERPT_MIN = 0
+"""A long turn's line shows the sentences holding the message's words, and the sentences
+next to them while it is shorter than this many tokens (`excerpt`); 0: `snippet` within the
+line's cap."""
+EXCERPT_MAX = 0
+"""More matching sentences join a line's excerpt only while it stays within this many tokens
+(0: the line's cap)."""
+NEIGHBOUR_MIN = 24
+"""Tokens a neighbour's line shows at most when `EXCERPT_MIN` is set: the sentences next to
+its hit."""
 DIGEST_HITS = 10
 """Matching session digests read as candidates."""
 DIGEST_SHARE = 0.2
@@ -294,7 +309,13 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
     if q.times:
         moment = from_stored(hit.ts)
         in_time = any(span.start <= moment < span.end for span in q.times)
-    hit.score = value + ITEM_WEIGHT * hit.item + (TIME_WEIGHT if in_time else 0.0)
+    own = q.speaker is not None and hit.role == q.speaker and bool(matched or hit.item)
+    hit.score = (
+        value
+        + ITEM_WEIGHT * hit.item
+        + (TIME_WEIGHT if in_time else 0.0)
+        + (SPEAKER_WEIGHT if own else 0.0)
+    )
     why = []
     if matched:
         why.append("matched: " + ", ".join(matched[:6]))
@@ -304,6 +325,8 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
         why.append("a stored fact came from it")
     if in_time:
         why.append("in the time asked about")
+    if own:
+        why.append(f"said by the {'person' if q.speaker == 'user' else 'assistant'}, as asked")
     hit.why = why or ["bm25"]
 
 
@@ -358,7 +381,7 @@ def collect(
     for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
         prefix = f"[{display(hit.ts, tz)} #{hit.turn_id}] {hit.role}{mark}: "
-        body = snippet(hit.content, per_line, scorer.counter(hit.content))
+        body = _body(hit, per_line, scorer)
         update = updates.get(hit.turn_id)
         if update is not None:
             body += "\n" + _changed(update, tz)
@@ -370,10 +393,31 @@ def collect(
                 order=(from_stored(hit.ts).timestamp(), float(hit.turn_id)),
                 why="; ".join(hit.why),
                 turn_ids=(hit.turn_id,),
+                same_as_turn=update is None,
             )
         )
     lines.extend(_digest_lines(digest_hits, conn, profile, q, tz, budget, skip_digests))
     return lines
+
+
+def _body(hit: _Hit, per_line: int, scorer: Scorer) -> str:
+    """What a history line shows of its turn: at most ``per_line`` tokens; with `EXCERPT_MIN`
+    set, the whole sentences around the matched words (a neighbour: the sentences next to
+    its hit), else the sentences with the most matches (`render.snippet`)."""
+    counter = scorer.counter(hit.content)
+    if not EXCERPT_MIN:
+        return snippet(hit.content, per_line, counter)
+    if hit.neighbour_of is not None:
+        return excerpt(
+            hit.content,
+            per_line,
+            lambda start, end: 0,
+            min_tokens=NEIGHBOUR_MIN,
+            from_end=hit.turn_id < hit.neighbour_of,
+        )
+    return excerpt(
+        hit.content, per_line, counter, min_tokens=EXCERPT_MIN, soft_max=EXCERPT_MAX or None
+    )
 
 
 def _changed(update: supersede.Update, tz: tzinfo | None) -> str:
