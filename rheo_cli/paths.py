@@ -2,7 +2,7 @@
 
 Layout (one folder, mode 0700): ``rheo.db`` (every profile), ``config.toml`` beside it,
 ``history/<profile>`` for the REPL's input history, and ``copies.jsonl``, the backups and
-exports rheo wrote (`rheo_cli.cli.copies`).
+exports rheo wrote (`rheo_cli.app.copies`).
 """
 
 from __future__ import annotations

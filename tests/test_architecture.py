@@ -20,9 +20,10 @@ LAYERS: dict[str, set[str]] = {
     "core": {"memory", "providers"},
     "turn": {"memory", "providers", "core"},
     "background": {"memory", "providers", "core", "turn"},
-    # the application layer every front end calls (the memory tools of chat and MCP)
-    "app": {"turn", "memory", "providers", "core", "background"},
-    "ui": {"core", "memory"},
+    # the application layer every front end calls (the memory tools of chat and MCP; backup,
+    # export and import through transfer's formats)
+    "app": {"turn", "memory", "providers", "core", "background", "transfer"},
+    "ui": {"core", "app"},
     # data in and out: every file format rheo reads or writes (its own export, other
     # programs' chat history), one registry; what reaches the store goes through the engine
     "transfer": {"memory", "core"},
@@ -145,6 +146,18 @@ def test_layers_import_only_downwards():
                 f"{module_name(path)} ({here}) imports {name} ({there}): "
                 f"{here} may import only {sorted(LAYERS[here])}"
             )
+
+
+FRONT_ENDS = ("cli", "repl", "telegram", "mcpserver", "ui")
+"""The front ends (and what they share): they render what the application layer returns."""
+BELOW_APP = ("rheo_cli.memory", "rheo_cli.turn", "rheo_cli.background")
+
+
+def test_front_ends_import_nothing_below_the_application_layer():
+    for top in FRONT_ENDS:
+        for path in (PACKAGE / top).rglob("*.py"):
+            below = sorted(n for n in imports_of(path) if n.startswith(BELOW_APP))
+            assert not below, f"{module_name(path)} imports {below}: call rheo_cli.app instead"
 
 
 def test_no_import_cycles_between_packages():

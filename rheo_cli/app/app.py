@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -243,14 +244,7 @@ def build(
     that need no model still work.
     """
     env = dict(os.environ) if environ is None else environ
-    if profile is not None:
-        name = profile
-    else:
-        name = env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
-    try:
-        check_profile(name)
-    except InvalidInput as exc:
-        raise UsageError(str(exc)) from None
+    name = profile_name(profile, env)
     paths = resolve(name, env)
     cfg = config_mod.load(paths.config)
     if model is not None and not model.strip():
@@ -258,6 +252,34 @@ def build(
     if provider is not None and not provider.strip():
         raise UsageError("--provider needs a provider name")
     persona = _assistant(cfg, assistant, env)
+    choice, error, chosen = _chat_choice(cfg, model, provider, env, persona)
+    store_url = _from_env("store.url", env) or cfg.store_url
+    # A Redis URL the cache cannot use is one notice, never a refusal: memory goes on without it.
+    redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
+    return App(
+        profile=name,
+        paths=paths,
+        config=cfg,
+        clock=clock_mod.from_env(env),
+        model=chosen,
+        choice=choice,
+        choice_error=error,
+        assistant=persona,
+        store_url=store_url or None,
+        redis_url=redis_url or None,
+    )
+
+
+def _chat_choice(
+    cfg: config_mod.Config,
+    model: str | None,
+    provider: str | None,
+    env: dict[str, str],
+    persona: config_mod.AssistantConfig | None,
+) -> tuple[factory.Choice | None, factory.SelectionError | None, str]:
+    """The chat provider chosen by the options, the environment, config.toml and the
+    assistant (None, and why, when none is configured or found), and the chat model's name.
+    Raises UsageError or ConfigError for a choice that cannot be used or a bad model name."""
     choice: factory.Choice | None = None
     error: factory.SelectionError | None = None
     try:
@@ -282,21 +304,22 @@ def build(
         raise ConfigError("the model name is empty")
     if not chosen.isprintable() or any(0xD800 <= ord(ch) <= 0xDFFF for ch in chosen):
         raise UsageError("the model name must be printable text")
-    store_url = _from_env("store.url", env) or cfg.store_url
-    # A Redis URL the cache cannot use is one notice, never a refusal: memory goes on without it.
-    redis_url = env.get("RHEO_REDIS_URL", "").strip() or cfg.redis_url
-    return App(
-        profile=name,
-        paths=paths,
-        config=cfg,
-        clock=clock_mod.from_env(env),
-        model=chosen,
-        choice=choice,
-        choice_error=error,
-        assistant=persona,
-        store_url=store_url or None,
-        redis_url=redis_url or None,
-    )
+    return choice, error, chosen
+
+
+def profile_name(profile: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The profile a command works on: ``profile`` (``--profile``), else ``RHEO_PROFILE``,
+    else ``default``. Raises UsageError for a name that is not a valid profile name."""
+    env = os.environ if environ is None else environ
+    if profile is not None:
+        name = profile
+    else:
+        name = env.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
+    try:
+        check_profile(name)
+    except InvalidInput as exc:
+        raise UsageError(str(exc)) from None
+    return name
 
 
 def _from_env(name: str, env: dict[str, str]) -> str | None:

@@ -34,11 +34,8 @@ def chat(
 
     signals.install()
 
-    rt = runtime_for(profile, model, provider, assistant)
-    rt.assistant_prompt()  # an unreadable prompt file: one line, before anything is stored
-    rt.provider()  # none configured: guidance, exit 2, before the REPL stores anything
-    rt.preload()
-    try:
-        run_repl(rt, new_session=new or GLOBAL.new)
-    finally:
-        rt.close()
+    with runtime_for(profile, model, provider, assistant) as app:
+        app.assistant_prompt()  # an unreadable prompt file: one line, before anything is stored
+        app.provider()  # none configured: guidance, exit 2, before the REPL stores anything
+        app.preload()
+        run_repl(app, new_session=new or GLOBAL.new)

@@ -7,7 +7,9 @@ rather than fail: a broken store must not break the person's shell.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -20,44 +22,36 @@ def _profile_of(ctx: Any) -> str:
     return os.environ.get("RHEO_PROFILE", "").strip() or "default"
 
 
-def _open() -> Any:
-    from ..memory.store import db
-    from ..paths import resolve
+@contextlib.contextmanager
+def _opened(profile: str) -> Iterator[Any]:
+    """The App of ``profile`` when its store is a SQLite file that exists (None otherwise:
+    completion neither creates a store nor reaches a server); closed after."""
+    from ..app import app as app_mod
+    from ..app.profiles import local_store_exists
 
-    path = resolve("default").db
-    if not path.exists():
-        return None
-    return db.open_store(path)
+    with app_mod.build(profile=profile) as app:
+        yield app if local_store_exists(app) else None
 
 
 def profiles(incomplete: str) -> list[str]:
     """Profile names that have anything stored and start with ``incomplete``."""
     try:
-        conn = _open()
-        if conn is None:
-            return []
-        from ..memory.store.profiles import list_profiles
+        from ..app.profiles import names
 
-        try:
-            return [p for p in list_profiles(conn) if p.startswith(incomplete)]
-        finally:
-            conn.close()
+        with _opened("default") as app:
+            found = names(app) if app is not None else []
+        return [p for p in found if p.startswith(incomplete)]
     except Exception:  # noqa: BLE001 - completion never fails loudly
         return []
 
 
-def _items(ctx: Any, incomplete: str, category: str | None) -> list[tuple[str, str]]:
+def _items(ctx: Any, incomplete: str, open_items_only: bool) -> list[tuple[str, str]]:
     try:
-        conn = _open()
-        if conn is None:
-            return []
-        from ..memory.facts import items
+        from ..app.memory import recent
         from ..ui.output import preview
 
-        try:
-            found = items.list_items(conn, _profile_of(ctx), category=category, limit=200)
-        finally:
-            conn.close()
+        with _opened(_profile_of(ctx)) as app:
+            found = recent(app, open_items_only=open_items_only, limit=200) if app else []
         return [
             (str(i.id), preview(i.content_text(), 50))
             for i in found
@@ -69,31 +63,26 @@ def _items(ctx: Any, incomplete: str, category: str | None) -> list[tuple[str, s
 
 def memory_ids(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
     """Active memory ids of the profile being completed, each with a preview as its help."""
-    return _items(ctx, incomplete, None)
+    return _items(ctx, incomplete, False)
 
 
 def open_item_ids(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
     """Active open-item ids (for ``rheo items done``), each with a preview."""
-    return _items(ctx, incomplete, "open_item")
+    return _items(ctx, incomplete, True)
 
 
 def session_numbers(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
     """The profile's session numbers, newest first, with their start time as help."""
     try:
-        conn = _open()
-        if conn is None:
-            return []
-        from ..clock import from_env
-        from ..memory.ledger import sessions
-        from ..memory.store.timeutil import display
+        from ..app.history import sessions
+        from ..ui.output import local
 
-        now = from_env()()
-        try:
-            found = sessions.list_sessions(conn, _profile_of(ctx), limit=50)
-        finally:
-            conn.close()
+        with _opened(_profile_of(ctx)) as app:
+            if app is None:
+                return []
+            found, now = sessions(app, 50), app.now()
         return [
-            (str(s.number), f"{display(s.started_at, now.tzinfo)}, {s.turns} turns")
+            (str(s.number), f"{local(s.started_at, now)}, {s.turns} turns")
             for s in found
             if str(s.number).startswith(incomplete.lstrip("s"))
         ]

@@ -53,17 +53,10 @@ def context(
         message = compose(text, piped)  # the message exactly as `rheo ask` would store it
     except UsageError:
         message = ""  # no message: show what is injected around an empty one
-    rt = runtime_for(profile, assistant=assistant)
-    from ..app.tools.chat import specs
-    from ..turn.preview import preview
+    from ..app.context import preview
 
-    info = preview(
-        rt,
-        message,
-        budget=budget,
-        tools=specs(rt.assistant_name),
-        new_session=GLOBAL.new,
-    )
+    with runtime_for(profile, assistant=assistant) as app:
+        info = preview(app, message, budget=budget, new_session=GLOBAL.new)
     if json_out:
         print_json(info)
         return

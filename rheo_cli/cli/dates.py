@@ -9,13 +9,13 @@ from ..errors import UsageError
 
 def resolve_due(text: str, now: datetime, option: str = "--due") -> datetime:
     """The deadline ``text`` means, as an aware datetime in ``now``'s zone: the one rule of
-    `rheo_cli.memory.due.resolve` (a day is its end, 23:59; an ISO 8601 date-time is kept as
+    `app.memory.resolve_due` (a day is its end, 23:59; an ISO 8601 date-time is kept as
     written). Raises UsageError naming ``option`` for anything else."""
-    from ..memory import due
-    from ..memory.store.errors import InvalidInput
+    from ..app.errors import InvalidInput
+    from ..app.memory import resolve_due as resolve
 
     try:
-        return due.resolve(text, now)
+        return resolve(text, now)
     except InvalidInput as exc:
         raise UsageError(f"{option} {exc}") from None
 

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Annotated, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..ui.output import echo, local, preview, print_json
+from ..ui.output import digest_line, echo, local, preview, print_json
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
+
+if TYPE_CHECKING:
+    from ..app.jobs import Job
 
 app = typer.Typer(
     epilog="Example: rheo digests list",
@@ -37,22 +42,18 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
     Example:
       rheo digests list -n 5
     """
-    from ..memory.ledger import digests
+    from ..app import history
 
-    rt = runtime_for(profile)
-    found = digests.list_digests(rt.conn, rt.profile, limit=limit)
-    if json_out:
-        print_json([d.to_json() for d in found])
-        return
+    with runtime_for(profile) as app:
+        found = history.digests(app, limit)
+        if json_out:
+            print_json([d.to_json() for d in found])
+            return
+        now, numbers = app.now(), history.session_numbers(app)
     if not found:
         echo("(no digests)")
-    now = rt.now()
-    from ..memory.ledger.sessions import session_numbers
-
-    numbers = session_numbers(rt.conn, rt.profile)
     for d in found:
-        number = numbers.get(d.session_id, d.session_id)
-        echo(f"#{d.id:<5} s{number:<5} {local(d.ended_at, now)}  {preview(d.narrative, 80)}")
+        echo(digest_line(d, now, numbers))
 
 
 @app.command()
@@ -68,17 +69,15 @@ def show(
     Example:
       rheo digests show 3
     """
-    from ..memory.ledger import digests
+    from ..app import history
 
-    rt = runtime_for(profile)
-    d = digests.get_digest(rt.conn, rt.profile, digest_id)
-    if json_out:
-        print_json(d.to_json())
-        return
-    now = rt.now()
-    from ..memory.ledger.sessions import session_numbers
-
-    number = session_numbers(rt.conn, rt.profile).get(d.session_id, d.session_id)
+    with runtime_for(profile) as app:
+        d = history.digest(app, digest_id)
+        if json_out:
+            print_json(d.to_json())
+            return
+        now = app.now()
+        number = history.session_numbers(app).get(d.session_id, d.session_id)
     echo(f"#{d.id}  session s{number}  {local(d.started_at, now)} → {local(d.ended_at, now)}")
     echo(d.narrative)
     for title, values in (("decisions", d.decisions), ("procedures", d.procedures)):
@@ -120,74 +119,63 @@ def maintain(
       rheo maintain --retry-failed
       rheo maintain --profile work
     """
-    from datetime import timedelta
+    from ..app import jobs
 
-    from ..background.worker import run_pending, worker_lock
-    from ..memory import jobs
-    from ..memory.store.timeutil import to_stored
-
-    rt = runtime_for(profile)
-    now = rt.now()
-    if retry_failed:
-        count = jobs.retry_failed(rt.conn, profile=rt.profile, ts=to_stored(now))
-        if not json_out:
-            echo(f"{count} failed job(s) re-queued")
-    closed_before = to_stored(now - timedelta(seconds=rt.settings.gap_s))
-    for session_id in jobs.sessions_awaiting_digest(
-        rt.conn, profile=rt.profile, closed_before=closed_before
-    ):
-        jobs.enqueue(
-            rt.conn, profile=rt.profile, kind="digest", ref_id=session_id, ts=to_stored(now)
-        )
-    import time
-
-    total = jobs.runnable_count(
-        rt.conn, wall_now=time.time(), profile=rt.profile, include_waiting=True
-    )
-    show_bar = sys.stderr.isatty() and not json_out and total > 0
-    progress = None
-    task = None
-    if show_bar:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        progress.start()
-        task = progress.add_task("memory work", total=total)
-
-    def on_job(job: jobs.Job, outcome: str) -> None:
-        if progress is not None and task is not None:
-            progress.update(task, advance=1, description=f"{job.kind} #{job.ref_id}: {outcome}")
-
-    try:
-        with worker_lock(rt):  # never beside a detached worker: no job runs twice
-            summary = run_pending(rt, profile=rt.profile, ignore_backoff=True, on_job=on_job)
-    finally:
-        if progress is not None:
-            progress.stop()
-    if json_out:
-        print_json({"profile": rt.profile, **summary.to_json()})
-        return
-    echo(
-        f"profile {rt.profile}: {len(summary.done)} job(s) done, "
-        f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
-    )
-    if rt.store_url:
+    with runtime_for(profile) as app:
+        if retry_failed:
+            count = jobs.retry_failed(app)
+            if not json_out:
+                echo(f"{count} failed job(s) re-queued")
+        jobs.queue_digests(app)
+        total = jobs.waiting_count(app)
+        with _progress(total if sys.stderr.isatty() and not json_out else 0) as on_job:
+            summary = jobs.run_pending(app, on_job)
+        if json_out:
+            print_json({"profile": app.profile, **summary.to_json()})
+            return
         echo(
-            "(on PostgreSQL a profile sees only its own tenant: "
-            "'rheo maintain --profile NAME' runs another profile's jobs)"
+            f"profile {app.profile}: {len(summary.done)} job(s) done, "
+            f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
         )
-    for job, error in summary.retrying + summary.failed:
-        echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
-    stuck = len(jobs.list_jobs(rt.conn, rt.profile, statuses=("failed",), limit=10_000))
+        if app.store_url:
+            echo(
+                "(on PostgreSQL a profile sees only its own tenant: "
+                "'rheo maintain --profile NAME' runs another profile's jobs)"
+            )
+        for job, error in summary.retrying + summary.failed:
+            echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
+        stuck = jobs.failed_count(app)
     if stuck:
         echo(f"{stuck} job(s) failed for good: 'rheo maintain --retry-failed' re-queues them")
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[[Job, str], None]]:
+    """A progress bar on stderr for ``total`` jobs (none when 0), advanced by the callback
+    it yields (``on_job(job, outcome)``) and gone when the block ends."""
+    if total <= 0:
+        yield lambda job, outcome: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    progress.start()
+    task = progress.add_task("memory work", total=total)
+
+    def on_job(job: Job, outcome: str) -> None:
+        progress.update(task, advance=1, description=f"{job.kind} #{job.ref_id}: {outcome}")
+
+    try:
+        yield on_job
+    finally:
+        progress.stop()
 
 
 def job_line(job: object, numbers: dict[int, int] | None = None) -> str:
@@ -217,18 +205,16 @@ def jobs_list(limit: Limit = 20, json_out: Json = False, profile: Profile = None
     Example:
       rheo jobs list
     """
-    from ..memory import jobs
+    from ..app import history, jobs
 
-    rt = runtime_for(profile)
-    found = jobs.list_jobs(rt.conn, rt.profile, limit=limit)
-    if json_out:
-        print_json([j.to_json() for j in found])
-        return
+    with runtime_for(profile) as app:
+        found = jobs.jobs(app, limit)
+        if json_out:
+            print_json([j.to_json() for j in found])
+            return
+        numbers = history.session_numbers(app)
     if not found:
         echo("(no jobs)")
-    from ..memory.ledger.sessions import session_numbers
-
-    numbers = session_numbers(rt.conn, rt.profile)
     for j in found:
         echo(job_line(j, numbers))
         for note in j.notes:

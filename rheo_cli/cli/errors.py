@@ -13,10 +13,9 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
+from ..app.errors import EngineError, InvalidInput, NotFound, ProviderError, database_message
 from ..errors import ExitStatus, RheoError
-from ..memory.store.errors import EngineError, InvalidInput, NotFound
 from ..ui.output import quiet_stdout
-from ..ui.wording import database_message
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,8 +51,6 @@ def reported() -> Iterator[None]:
     a SQLite failure is explained; a closed stdout pipe exits quietly (0) and an unwritable
     stdout exits 1; Ctrl-C exits 130. Anything else is a bug and keeps its traceback.
     """
-    from ..providers.base import ProviderError
-
     try:
         yield
     except (RheoError, EngineError, ProviderError) as exc:

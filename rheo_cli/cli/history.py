@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,6 +10,10 @@ from ..ui.output import echo, print_json, turn_line
 from .errors import command
 from .options import Json, Limit, Profile
 from .state import runtime_for
+
+if TYPE_CHECKING:
+    from ..app.app import App
+    from ..app.history import Turn
 
 app = typer.Typer(
     epilog='Example: rheo history search "tomato seeds"',
@@ -20,13 +24,14 @@ app = typer.Typer(
 )
 
 
-def _print_turns(turns: list[Any], now: Any, rt: Any) -> None:
-    from ..memory.ledger.sessions import session_numbers
+def _print_turns(app: App, turns: list[Turn]) -> None:
+    """One `turn_line` per turn, with the session numbers the person sees."""
+    from ..app import history
 
     if not turns:
         echo("(no turns)")
         return
-    numbers = session_numbers(rt.conn, rt.profile)
+    now, numbers = app.now(), history.session_numbers(app)
     for turn in turns:
         echo(turn_line(turn, now, numbers=numbers))
 
@@ -46,14 +51,14 @@ def search(
       rheo history search "tomato seeds"
       rheo history search '"exact phrase"' -n 5
     """
-    from ..memory.ledger import turns as ledger
+    from ..app import history
 
-    rt = runtime_for(profile)
-    found = ledger.search_turns(rt.conn, rt.profile, query, limit=limit)
-    if json_out:
-        print_json([dict(t.to_json(), score=round(s, 4)) for t, s in found])
-        return
-    _print_turns([t for t, _ in found], rt.now(), rt)
+    with runtime_for(profile) as app:
+        found = history.search_turns(app, query, limit=limit)
+        if json_out:
+            print_json([dict(t.to_json(), score=round(s, 4)) for t, s in found])
+            return
+        _print_turns(app, [t for t, _ in found])
 
 
 @app.command()
@@ -65,11 +70,11 @@ def recent(limit: Limit = 20, json_out: Json = False, profile: Profile = None) -
     Example:
       rheo history recent -n 10
     """
-    from ..memory.ledger import turns as ledger
+    from ..app import history
 
-    rt = runtime_for(profile)
-    turns = ledger.recent_turns(rt.conn, rt.profile, limit)
-    if json_out:
-        print_json([t.to_json() for t in turns])
-        return
-    _print_turns(turns, rt.now(), rt)
+    with runtime_for(profile) as app:
+        turns = history.recent_turns(app, limit)
+        if json_out:
+            print_json([t.to_json() for t in turns])
+            return
+        _print_turns(app, turns)

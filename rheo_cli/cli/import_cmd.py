@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import RheoError, UsageError
+from ..errors import UsageError
 from ..ui.output import echo, print_json
 from .errors import command, say_error
 from .inputs import file_arg
@@ -17,9 +17,8 @@ from .options import Json, Profile
 from .state import runtime_for
 
 if TYPE_CHECKING:
-    from ..transfer.history import History
-    from ..transfer.rheo_jsonl import Records
-    from ..transfer.source import Source
+    from ..app.app import App
+    from ..app.data import History, Records, Source, Summary
 
 Extract = Annotated[
     bool,
@@ -125,19 +124,19 @@ def import_history(
       rheo import-history chatgpt conversations.json
       rheo import-history "$(llm logs path)" --extract
     """
-    from ..transfer import formats
+    from ..app.data import FORMATS, HISTORY_FORMATS
 
     if len(args) > 2:
         raise UsageError(f"too many arguments: {' '.join(args[2:])} (give [FORMAT] FILE)")
     fmt, file = (args[0], Path(args[1])) if len(args) == 2 else (args[0], None)
     if file is None:
-        if fmt.strip().lower() in formats.NAMES and not Path(fmt).exists():
+        if fmt.strip().lower() in FORMATS and not Path(fmt).exists():
             raise UsageError(f"name the file to import: rheo import-history {fmt} FILE")
         name, chosen = file_arg(Path(fmt)), None
     else:
-        if fmt.strip().lower() not in formats.NAMES:
+        if fmt.strip().lower() not in FORMATS:
             raise UsageError(
-                f"unknown history format {fmt!r}; use one of {', '.join(formats.HISTORY)} "
+                f"unknown history format {fmt!r}; use one of {', '.join(HISTORY_FORMATS)} "
                 "(or leave it out: rheo recognises the file)"
             )
         name, chosen = file_arg(file), fmt
@@ -163,20 +162,12 @@ def run_import(
     format unknown or not recognised and for a malformed history, RheoError (exit 1) for a
     file that cannot be read, a malformed rheo export and a history holding nothing rheo can
     read."""
-    from ..transfer import formats
-    from ..transfer.history import History
-    from ..transfer.source import Source
+    from ..app import data
 
-    with Source.open(name) as source:
-        fmt = formats.choose(fmt_name, source)
-        if fmt.version is not None and extract:
-            raise UsageError(
-                "--extract is for other tools' history: a rheo export brings its facts and "
-                "digests with it"
-            )
-        readout = fmt.read(source)
-        if isinstance(readout, History):
-            _history(source, readout, extract=extract, json_out=json_out, profile=profile,
+    with data.Source.open(name) as source:
+        readout = data.read(source, fmt_name, extract=extract)
+        if isinstance(readout, data.History):
+            _history(readout, extract=extract, json_out=json_out, profile=profile,
                      include_purged=include_purged)  # fmt: skip
         else:
             _records(source, readout, json_out=json_out, include_purged=include_purged)
@@ -184,14 +175,10 @@ def run_import(
 
 def _records(source: Source, readout: Records, *, json_out: bool, include_purged: bool) -> None:
     """Import rheo's own export into the profiles it names and print the counts."""
-    from ..memory import archive
-    from ..memory.store.errors import InvalidInput
+    from ..app import data
 
-    rt = runtime_for(None)
-    try:
-        counts = archive.import_records(rt.conn, readout.lines, include_purged=include_purged)
-    except (InvalidInput, ValueError) as exc:
-        raise RheoError(f"{source.label()}: {exc}; nothing was imported") from None
+    with runtime_for(None) as app:
+        counts = data.import_records(app, source, readout, include_purged=include_purged)
     if json_out:
         print_json(
             {
@@ -211,7 +198,6 @@ def _records(source: Source, readout: Records, *, json_out: bool, include_purged
 
 
 def _history(
-    source: Source,
     history: History,
     *,
     extract: bool,
@@ -220,18 +206,12 @@ def _history(
     include_purged: bool,
 ) -> None:
     """Import another tool's history into ``profile`` and print the summary."""
-    parsed = history.parsed
-    if not parsed.conversations:
-        raise RheoError(f"{source.label()}: {no_conversations(parsed.fmt, parsed.skipped)}")
-    rt = runtime_for(profile)
-    summary = _write(
-        rt, parsed, extract=extract, bar=sys.stderr.isatty() and not json_out,
-        include_purged=include_purged,
-    )  # fmt: skip
-    if extract and summary.extract_jobs + summary.digest_jobs:
-        from ..background.worker import kick_background
-
-        kick_background(rt)
+    with runtime_for(profile) as app:
+        summary = _write(
+            app, history, extract=extract, bar=sys.stderr.isatty() and not json_out,
+            include_purged=include_purged,
+        )  # fmt: skip
+        profile = app.profile
     for note in history.notes:
         say_error(f"note: {note}")
     if json_out:
@@ -239,7 +219,7 @@ def _history(
         return
     echo(
         f"imported {summary.turns} turn(s) from {summary.conversations} conversation(s) "
-        f"into {summary.sessions} session(s) of profile {rt.profile!r}"
+        f"into {summary.sessions} session(s) of profile {profile!r}"
     )
     if summary.skipped:
         echo("skipped:")
@@ -252,16 +232,11 @@ def _history(
         )
 
 
-def no_conversations(fmt: str, skipped: Any) -> str:
-    """Why nothing was imported from a file of format ``fmt`` that held no conversation rheo
-    can read (``skipped``: what the reader left out, by reason)."""
-    left = ", ".join(f"{reason}: {n}" for reason, n in sorted(skipped.items()))
-    return f"no {fmt} conversation rheo can read" + (f" (left out: {left})" if left else "")
-
-
-def _write(rt, parsed, *, extract: bool, bar: bool, include_purged: bool = False):  # type: ignore[no-untyped-def]
-    from ..memory.archive import import_history as write_history
-    from ..memory.store.timeutil import to_stored
+def _write(
+    app: App, history: History, *, extract: bool, bar: bool, include_purged: bool
+) -> Summary:
+    """`data.import_history`, with a progress bar on stderr when ``bar``."""
+    from ..app import data
 
     progress = None
     task = None
@@ -288,15 +263,8 @@ def _write(rt, parsed, *, extract: bool, bar: bool, include_purged: bool = False
             progress.advance(task)
 
     try:
-        return write_history(
-            rt.conn,
-            rt.profile,
-            parsed,
-            gap_s=rt.settings.gap_s,
-            now=to_stored(rt.now()),
-            extract=extract,
-            on_row=on_row,
-            include_purged=include_purged,
+        return data.import_history(
+            app, history, extract=extract, on_row=on_row, include_purged=include_purged
         )
     finally:
         if progress is not None:

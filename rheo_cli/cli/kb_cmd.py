@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,9 @@ from .group import ListsWhenAlone
 from .inputs import file_arg, text_of
 from .options import Json, Limit, Profile
 from .state import runtime_for
+
+if TYPE_CHECKING:
+    from ..app.knowledge import Added
 
 app = typer.Typer(
     cls=ListsWhenAlone,
@@ -69,44 +72,49 @@ def add(
     Example:
       rheo kb add notes/pricing.md handbook.txt
     """
-    from ..memory.kb import documents
+    from ..app import knowledge
 
     # read all before storing any; a name that is not UTF-8 is opened by its own bytes
     texts = [(path, _read(file_arg(path))) for path in files]
-    rt = runtime_for(profile)
     out = []
-    for path, text in texts:
-        markdown = path.suffix.lower() in MARKDOWN_SUFFIXES
-        source = text_of(file_arg(path).expanduser().absolute())
-        added = documents.add_document(
-            rt.conn, rt.profile, source, text, rt.now(), markdown=markdown
-        )
-        doc = added.document
-        out.append(
-            {
-                "action": added.action,
-                "id": doc.id,
-                "source": doc.source,
-                "version": doc.version,
-                "chunks": doc.chunks,
-                "previous": added.previous.id if added.previous else None,
-            }
-        )
-        if json_out:
-            continue
-        where = name_line(doc.source)
-        if added.action == "added":
-            typer.echo(f"#{doc.id} added: {where} ({_chunks(doc.chunks)})")
-        elif added.action == "replaced" and added.previous is not None:
-            typer.echo(
-                f"#{doc.id} version {doc.version} of {where} replaces #{added.previous.id} "
-                f"(version {added.previous.version}; {added.previous.chunks} → "
-                f"{_chunks(doc.chunks)})"
-            )
-        else:
-            typer.echo(f"#{doc.id} unchanged: {where} (version {doc.version})")
+    with runtime_for(profile) as app:
+        for path, text in texts:
+            markdown = path.suffix.lower() in MARKDOWN_SUFFIXES
+            source = text_of(file_arg(path).expanduser().absolute())
+            added = knowledge.add(app, source, text, markdown=markdown)
+            out.append(_added_json(added))
+            if not json_out:
+                typer.echo(_added_line(added))
     if json_out:
         print_json(out)
+
+
+def _added_json(added: Added) -> dict[str, object]:
+    """One added document in ``rheo kb add --json``."""
+    doc = added.document
+    return {
+        "action": added.action,
+        "id": doc.id,
+        "source": doc.source,
+        "version": doc.version,
+        "chunks": doc.chunks,
+        "previous": added.previous.id if added.previous else None,
+    }
+
+
+def _added_line(added: Added) -> str:
+    """What adding one document did: added, a new version replacing one, or unchanged."""
+    doc = added.document
+    where = name_line(doc.source)
+    if added.action == "added":
+        return f"#{doc.id} added: {where} ({_chunks(doc.chunks)})"
+    if added.action == "replaced" and added.previous is not None:
+        return (
+            f"#{doc.id} version {doc.version} of {where} replaces #{added.previous.id} "
+            f"(version {added.previous.version}; {added.previous.chunks} → "
+            f"{_chunks(doc.chunks)})"
+        )
+    return f"#{doc.id} unchanged: {where} (version {doc.version})"
 
 
 @app.command("list")
@@ -124,17 +132,17 @@ def list_(
     Example:
       rheo kb list --all
     """
-    from ..memory.kb import documents
+    from ..app import knowledge
 
-    rt = runtime_for(profile)
-    found = documents.list_documents(rt.conn, rt.profile, all_versions=all_versions)
+    with runtime_for(profile) as app:
+        found = knowledge.documents(app, all_versions=all_versions)
+        now = app.now()
     if json_out:
         print_json([_doc_json(d) for d in found])
         return
     if not found:
         typer.echo("The knowledge base is empty: add documents with 'rheo kb add FILE'.")
         return
-    now = rt.now()
     for d in found:
         state = "" if d.status == "active" else f"  [{d.status}]"
         typer.echo(
@@ -162,11 +170,10 @@ def show(
     Example:
       rheo kb show 3
     """
-    from ..memory.kb import documents
+    from ..app import knowledge
 
-    rt = runtime_for(profile)
-    doc = documents.find_document(rt.conn, rt.profile, _source_ref(ref))
-    chunks = documents.document_chunks(rt.conn, rt.profile, doc.id)
+    with runtime_for(profile) as app:
+        doc, chunks = knowledge.show(app, _source_ref(ref))
     if json_out:
         print_json(
             {
@@ -203,11 +210,10 @@ def remove(
     Example:
       rheo kb remove notes/pricing.md
     """
-    from ..memory.kb import documents
+    from ..app import knowledge
 
-    rt = runtime_for(profile)
-    doc = documents.find_document(rt.conn, rt.profile, _source_ref(ref))
-    removed = documents.remove_document(rt.conn, rt.profile, doc.id, rt.now())
+    with runtime_for(profile) as app:
+        removed = knowledge.remove(app, _source_ref(ref))
     typer.echo(f"#{removed.id} removed: {name_line(removed.source)}")
 
 
@@ -227,10 +233,10 @@ def search(
     """
     from dataclasses import asdict
 
-    from ..memory.kb import search as kb_search
+    from ..app import knowledge
 
-    rt = runtime_for(profile)
-    found = kb_search.search_chunks(rt.conn, rt.profile, " ".join(query), limit=limit)
+    with runtime_for(profile) as app:
+        found = knowledge.search(app, " ".join(query), limit=limit)
     if json_out:
         print_json([asdict(p) for p in found])
         return

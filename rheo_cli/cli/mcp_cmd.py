@@ -41,8 +41,5 @@ def mcp(
         raise UsageError(f"rheo mcp needs the MCP SDK: {install_hint('mcp')}") from None
     from ..mcpserver.server import serve
 
-    rt = runtime_for(profile)  # the store is opened on the first tool call
-    try:
-        serve(rt, log_turns=log_turns)
-    finally:
-        rt.close()
+    with runtime_for(profile) as app:  # the store is opened on the first tool call
+        serve(app, log_turns=log_turns)

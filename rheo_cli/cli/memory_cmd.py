@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import RheoError, UsageError
-from ..ui.items import item_line, open_item_line
-from ..ui.output import echo, local, preview, print_json
+from ..errors import UsageError
+from ..ui.items import conflict_lines, item_line, open_item_line
+from ..ui.output import echo, local, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
 from .group import ListsWhenAlone
 from .options import MAX_ID, AssistantOpt, Json, Limit, Profile
 from .state import runtime_for
+
+if TYPE_CHECKING:
+    from ..app import memory as memory_mod
+    from ..app.app import App
+    from ..app.memory import MemoryItem
 
 app = typer.Typer(
     cls=ListsWhenAlone,
@@ -39,13 +45,14 @@ AllAssistants = Annotated[
 ]
 
 
-def _scoped(profile: str | None, assistant: str | None, all_assistants: bool):  # type: ignore[no-untyped-def]
-    """The runtime for ``--assistant``/``--all-assistants`` (not both: UsageError). Listings
-    then show what ``rt.assistant_name`` sees (shared memories plus its own, its own winning
+def _scoped(profile: str | None, assistant: str | None, all_assistants: bool) -> App:
+    """The App for ``--assistant``/``--all-assistants`` (not both: UsageError). Listings
+    then show what ``app.assistant_name`` sees (shared memories plus its own, its own winning
     on a topic; without one: the shared memories), or everything with ``all_assistants``."""
     if all_assistants and assistant is not None:
         raise UsageError("use --assistant or --all-assistants, not both")
-    return runtime_for(profile, assistant=assistant)
+    app: App = runtime_for(profile, assistant=assistant)
+    return app
 
 
 ItemId = Annotated[
@@ -92,29 +99,26 @@ def list_(
     Example:
       rheo memory list --category preference
     """
-    from ..memory.facts import items
+    from ..app import memory
 
-    if category is not None and category not in items.CATEGORIES:
-        raise UsageError(f"unknown category {category!r}; use one of {', '.join(items.CATEGORIES)}")
-    rt = _scoped(profile, assistant, all_assistants)
-    now = rt.now()
-    found = items.list_items(
-        rt.conn,
-        rt.profile,
-        statuses=None if all_ else ("active",),
-        category=category,
-        assistant=rt.assistant_name,
-        all_assistants=all_assistants,
-    )
-    found.sort(key=lambda i: (i.status != "active", -i.effective(now, rt.settings), -i.id))
+    with _scoped(profile, assistant, all_assistants) as app:
+        found = memory.memories(
+            app, inactive=all_, category=category, all_assistants=all_assistants
+        )
+        _print_items(app, found, json_out, whose=all_assistants)
+
+
+def _print_items(app: App, found: list[MemoryItem], json_out: bool, *, whose: bool) -> None:
+    """A listing of memory items: their JSON, or one `item_line` each (``whose``: with the
+    column naming the assistant each is specific to)."""
+    now = app.now()
     if json_out:
-        print_json([i.to_json(now, rt.settings) for i in found])
+        print_json([i.to_json(now, app.settings) for i in found])
         return
     if not found:
         echo("(no memories)")
-        return
     for item in found:
-        echo(item_line(item, now, rt.settings, whose=all_assistants))
+        echo(item_line(item, now, app.settings, whose=whose))
 
 
 @app.command()
@@ -126,28 +130,33 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
     Example:
       rheo memory show 12
     """
-    from ..memory.facts import curation, events, items
+    from ..app import memory
 
-    rt = runtime_for(profile)
-    now = rt.now()
-    item = items.get_item(rt.conn, rt.profile, item_id)
-    history = events.history(rt.conn, rt.profile, item_id)
-    versions = curation.supersede_chain(rt.conn, rt.profile, item_id)
-    if json_out:
-        print_json(
-            {
-                **item.to_json(now, rt.settings),
-                "history": [e.to_json() for e in history],
-                "versions": sorted(v.id for v in versions),
-            }
-        )
-        return
+    with runtime_for(profile) as app:
+        detail = memory.show(app, item_id)
+        now, item = app.now(), detail.item
+        if json_out:
+            print_json(
+                {
+                    **item.to_json(now, app.settings),
+                    "history": [e.to_json() for e in detail.history],
+                    "versions": [v.id for v in detail.versions],
+                }
+            )
+            return
+        _print_detail(detail, now, item.effective(now, app.settings))
+
+
+def _print_detail(detail: memory_mod.Detail, now: datetime, confidence: float) -> None:
+    """``rheo memory show``'s text: the item, its state, versions and history (local times);
+    ``confidence`` is its effective confidence now."""
+    item = detail.item
     state = item.status + (", pinned" if item.pinned else "")
     whose = f"{item.assistant} only" if item.assistant else "shared"
     echo(f"#{item.id}  {item.category} · topic: {item.topic} · {whose} · {state}")
     echo(item.content_text())
     echo(
-        f"confidence {item.effective(now, rt.settings):.2f} now (stored {item.confidence:.2f}), "
+        f"confidence {confidence:.2f} now (stored {item.confidence:.2f}), "
         f"{item.reinforcements} mention{'s' if item.reinforcements != 1 else ''}, "
         f"last {local(item.reinforced_at, now)}"
     )
@@ -162,16 +171,16 @@ def show(item_id: ItemId, json_out: Json = False, profile: Profile = None) -> No
             f"conflict: contradicts #{item.conflict_with} (rheo memory resolve {item.id} "
             f"keeps this one)"
         )
-    if len(versions) > 1:
-        ordered = sorted(versions, key=lambda v: v.id)
+    if len(detail.versions) > 1:
         echo(
             "versions, oldest first: "
             + ", ".join(
-                f"#{v.id}" + (" (this one)" if v.id == item.id else f" {v.status}") for v in ordered
+                f"#{v.id}" + (" (this one)" if v.id == item.id else f" {v.status}")
+                for v in detail.versions
             )
         )
     echo("history:")
-    for e in history:
+    for e in detail.history:
         turn = f" (turn #{e.source_turn_id})" if e.source_turn_id else ""
         echo(f"  {local(e.ts, now)}  {e.kind:<16} {e.cause}{turn}")
 
@@ -193,26 +202,11 @@ def search(
     Example:
       rheo memory search ana
     """
-    from ..memory.facts import items
+    from ..app import memory
 
-    rt = _scoped(profile, assistant, all_assistants)
-    now = rt.now()
-    found = items.search_items(
-        rt.conn,
-        rt.profile,
-        query,
-        statuses=None if all_ else ("active",),
-        limit=limit,
-        assistant=rt.assistant_name,
-        all_assistants=all_assistants,
-    )
-    if json_out:
-        print_json([i.to_json(now, rt.settings) for i, _ in found])
-        return
-    if not found:
-        echo("(no memories)")
-    for item, _ in found:
-        echo(item_line(item, now, rt.settings, whose=all_assistants))
+    with _scoped(profile, assistant, all_assistants) as app:
+        found = memory.search(app, query, inactive=all_, limit=limit, all_assistants=all_assistants)
+        _print_items(app, found, json_out, whose=all_assistants)
 
 
 @app.command()
@@ -262,67 +256,50 @@ def add(
       rheo memory add "Ana prefers tea" --topic ana.drink
       rheo memory add "send the report" -t report --due friday   (an open item)
     """
-    from ..memory.facts.remember import Fact, remember
-    from ..memory.store.timeutil import to_stored
+    from ..app import memory
+    from .dates import echo as echo_date
+    from .dates import resolve_due
 
     if due is not None and category not in (None, "open_item"):
         raise UsageError(f"--due is for open items, not -c {category}: drop -c or use -c open_item")
-    category = category or ("open_item" if due is not None else "fact")
-    rt = runtime_for(profile, assistant=assistant)
-    due_at = None
-    due_moment = None
-    if due:
-        from .dates import resolve_due
-
-        due_moment = resolve_due(due, rt.now())
-        due_at = to_stored(due_moment)
-    outcome = remember(
-        rt.conn,
-        Fact(
-            category=category,
-            topic=topic,
-            label=text,
-            confidence=confidence,
-            pinned=pin,
-            reason="added by the person",
-            due_at=due_at,
-        ),
-        source="manual",
-        now=rt.now(),
-        settings=rt.settings,
-        profile=rt.profile,
-        assistant=rt.assistant_name,
-    )
-    if outcome.item is None:
-        # Refused (a pinned fact kept over a less confident one): say so, exit 1.
-        raise RheoError(outcome.describe())
-    if json_out:
-        print_json(
-            {
-                "action": outcome.action,
-                "item": outcome.item.to_json(rt.now(), rt.settings),
-                "superseded": outcome.previous.id if outcome.previous else None,
-                "conflict": outcome.conflict,
-                "evicted": list(outcome.evicted),
-            }
+    with runtime_for(profile, assistant=assistant) as app:
+        due_moment = resolve_due(due, app.now()) if due else None
+        category = category or ("open_item" if due is not None else "fact")
+        # A pinned fact kept over a less confident one is refused: RheoError, exit 1.
+        outcome = memory.add(
+            app, text, topic, category=category, confidence=confidence, pinned=pin, due=due_moment
         )
-        return
+        if json_out:
+            print_json(_outcome_json(app, outcome))
+            return
     echo(outcome.describe())
     if due_moment is not None:
-        from .dates import echo as echo_date
-
         echo(f"due {echo_date(due_moment)}")
 
 
-def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
-    from ..ui.wording import apply_change, change_line
+def _outcome_json(app: App, outcome: memory_mod.Outcome) -> dict[str, object]:
+    """``rheo memory add --json``: what was done, the item now, what it superseded."""
+    assert outcome.item is not None  # `memory.add` raises when nothing was stored
+    return {
+        "action": outcome.action,
+        "item": outcome.item.to_json(app.now(), app.settings),
+        "superseded": outcome.previous.id if outcome.previous else None,
+        "conflict": outcome.conflict,
+        "evicted": list(outcome.evicted),
+    }
 
-    rt = runtime_for(profile)
-    item, already = apply_change(rt.conn, rt.profile, action, item_id, rt.now())
-    if json_out:
-        print_json(item.to_json(rt.now(), rt.settings))
-        return
-    echo(change_line(action, item, already=already))
+
+def _state_change(action: str, item_id: int, profile: str | None, json_out: bool) -> None:
+    """Make change ``action`` to item ``item_id`` and say what it left (again: a no-op)."""
+    from ..app import memory
+    from ..ui.wording import change_line
+
+    with runtime_for(profile) as app:
+        done = memory.change(app, action, item_id)
+        if json_out:
+            print_json(done.item.to_json(app.now(), app.settings))
+            return
+    echo(change_line(action, done.item, already=done.already))
 
 
 @app.command()
@@ -370,27 +347,24 @@ def conflicts(json_out: Json = False, profile: Profile = None) -> None:
     Example:
       rheo memory conflicts
     """
-    from ..memory.facts import curation
+    from ..app import memory
 
-    rt = runtime_for(profile)
-    now = rt.now()
-    pairs = curation.conflicts(rt.conn, rt.profile)
-    if json_out:
-        print_json(
-            [
-                {"newer": a.to_json(now, rt.settings), "older": b.to_json(now, rt.settings)}
-                for a, b in pairs
-            ]
-        )
-        return
+    with runtime_for(profile) as app:
+        now = app.now()
+        pairs = memory.conflicts(app)
+        if json_out:
+            print_json(
+                [
+                    {"newer": a.to_json(now, app.settings), "older": b.to_json(now, app.settings)}
+                    for a, b in pairs
+                ]
+            )
+            return
     if not pairs:
         echo("(no conflicts)")
-        return
     for newer, older in pairs:
-        echo(f"topic {newer.topic}:")
-        echo(f"  newer #{newer.id}: {preview(newer.content_text(), 80)}")
-        echo(f"  older #{older.id}: {preview(older.content_text(), 80)}")
-        echo(f"  keep one with: rheo memory resolve {newer.id}   (or {older.id})")
+        for line in conflict_lines(newer, older, "rheo memory resolve"):
+            echo(line)
 
 
 @app.command()
@@ -420,22 +394,14 @@ def items_list(
     Example:
       rheo items list --all
     """
-    from ..memory.facts import items
+    from ..app import memory
 
-    rt = _scoped(profile, assistant, all_assistants)
-    now = rt.now()
-    found = items.list_items(
-        rt.conn,
-        rt.profile,
-        category="open_item",
-        statuses=("active", "done") if all_ else ("active",),
-        assistant=rt.assistant_name,
-        all_assistants=all_assistants,
-    )
-    found.sort(key=lambda i: (i.status != "active", i.due_at or "9999", i.id))
-    if json_out:
-        print_json([i.to_json(now, rt.settings) for i in found])
-        return
+    with _scoped(profile, assistant, all_assistants) as app:
+        now = app.now()
+        found = memory.open_items(app, done=all_, all_assistants=all_assistants)
+        if json_out:
+            print_json([i.to_json(now, app.settings) for i in found])
+            return
     if not found:
         echo("(no open items)")
     for item in found:

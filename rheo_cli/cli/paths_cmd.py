@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Profile
@@ -18,49 +16,12 @@ def paths(json_out: Json = False, profile: Profile = None) -> None:
     Example:
       rheo paths --json
     """
-    import os
-
-    from ..errors import UsageError
-    from ..memory.store.errors import InvalidInput
-    from ..memory.store.profiles import DEFAULT_PROFILE, check_profile
-    from ..paths import resolve
+    from ..app.locations import locations
     from .state import GLOBAL
 
-    # Paths must work when config.toml is the thing that is broken: it is read only for the
-    # store URL, and a broken file leaves the local paths shown.
-    name = profile if profile is not None else GLOBAL.profile
-    if name is None:
-        name = os.environ.get("RHEO_PROFILE", "").strip() or DEFAULT_PROFILE
-    try:
-        check_profile(name)
-    except InvalidInput as exc:
-        raise UsageError(str(exc)) from None
-    found = resolve(name)
-    info = found.to_json()
-    url = _store_url(found.config)
-    if url:  # memory lives in PostgreSQL: there is no local database file
-        from ..memory.text.safety import redact_url
-
-        info["db"] = redact_url(url)
+    info = locations(profile if profile is not None else GLOBAL.profile)
     if json_out:
         print_json(info)
         return
     for key, value in info.items():
         echo(f"{key:8} {value}")
-
-
-def _store_url(config: Path) -> str | None:
-    """``RHEO_DATABASE_URL``, else ``[store] url`` of config.toml when the file can be read
-    (a broken file is reported by the commands that use it, not here)."""
-    import os
-
-    from .. import config as config_mod
-    from ..errors import ConfigError
-
-    url = os.environ.get("RHEO_DATABASE_URL", "").strip()
-    if url:
-        return url
-    try:
-        return config_mod.load(config).store_url
-    except ConfigError:
-        return None

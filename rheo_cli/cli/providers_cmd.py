@@ -17,43 +17,31 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
     Example:
       rheo providers --json
     """
-    from ..providers import factory, reach
+    from ..app.provider_report import GUIDANCE, report
     from .state import runtime_for
 
-    rt = runtime_for(profile)
-    settings = rt.config.providers
-    statuses = reach.check_all(settings)
-    chain, problems = factory.extraction_chain(settings, rt.choice)
-    chat = rt.choice
+    with runtime_for(profile) as app:
+        found = report(app)
     if json_out:
-        print_json(
-            {
-                "chat": {"provider": chat.kind, "model": chat.model, "source": chat.source}
-                if chat
-                else None,
-                "extraction": [c.name for c in chain],
-                "extraction_sources": [c.source for c in chain],
-                "extraction_problems": problems,
-                "providers": [s.to_json() for s in statuses],
-            }
-        )
+        print_json(found.to_json())
         return
+    chat = found.chat
     if chat is not None:
         echo(f"chat:       {chat.name}  ({chat.source})")
     else:
         echo("chat:       none configured (see below)")
-    echo(f"extraction: {' -> '.join(c.name for c in chain) or 'none'}")
-    for link in chain:
+    echo(f"extraction: {' -> '.join(c.name for c in found.chain) or 'none'}")
+    for link in found.chain:
         if not link.source.startswith("[extraction]"):
             echo(f"            ({link.name}: {link.source})")
-    for problem in problems:
+    for problem in found.problems:
         echo(f"            ({problem})")
     echo("")
-    for status in statuses:
+    for status in found.statuses:
         mark = "ok  " if status.ready else "--  "
         echo(f"{mark}{status.kind:12} {status.detail}")
     if chat is None:
         import sys
 
         echo("")
-        sys.stdout.write(factory.GUIDANCE)
+        sys.stdout.write(GUIDANCE)

@@ -1,4 +1,5 @@
-"""``rheo purge``: erase a turn, a session, a memory item or a whole profile for good."""
+"""``rheo purge``: erase a turn, a session, a memory item or a whole profile for good (the
+application layer's `app.purge`; this command asks first and says what was done)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import UsageError
-from ..ui.output import echo, print_json, safe
-from . import copies
+from ..ui.output import echo, print_json
 from .errors import command, say_error
 from .options import MAX_ID, Json, Profile
 from .state import runtime_for
 
 if TYPE_CHECKING:
-    from ..app.app import App as Runtime
-    from ..memory.ledger.turns import Turn
-    from ..memory.purge import Target
+    from ..app.purge import Done
 
 WHAT_HELP = "turn, session, memory (an item) or profile."
 
@@ -32,36 +30,6 @@ def _confirm(question: str) -> bool:
     return answer in ("y", "yes")
 
 
-def _scrub_input_history(path: object, texts: set[str]) -> int:
-    """Drop entries whose text is one of ``texts`` from a prompt-toolkit history file;
-    returns how many were dropped."""
-    from pathlib import Path
-
-    file = Path(str(path))
-    if not texts or not file.exists():
-        return 0
-    kept: list[list[str]] = []
-    dropped = 0
-    entry: list[str] = []
-    for line in file.read_text(encoding="utf-8", errors="surrogateescape").splitlines():
-        if line.startswith("#") and entry and not entry[-1].startswith("#"):
-            kept.append(entry)
-            entry = []
-        entry.append(line)
-    if entry:
-        kept.append(entry)
-    out: list[str] = []
-    for block in kept:
-        text = "\n".join(ln[1:] for ln in block if ln.startswith("+"))
-        if text in texts:
-            dropped += 1
-            continue
-        out.extend(block)
-    if dropped:
-        file.write_text("\n".join(out) + "\n", encoding="utf-8", errors="surrogateescape")
-    return dropped
-
-
 def _parse_ref(what: str, ref: str | None) -> int:
     """The number in ``ref`` (``12``, ``#12``; a session also ``s12``); UsageError otherwise."""
     text = (ref or "").strip().lower().lstrip("#")
@@ -74,32 +42,6 @@ def _parse_ref(what: str, ref: str | None) -> int:
     if not 1 <= number <= MAX_ID:
         raise UsageError(f"no {what} {'s' if what == 'session' else '#'}{number}")
     return number
-
-
-def _first_words(text: str, words: int = 8) -> str:
-    """The first ``words`` words of ``text`` on one line, marked with … when cut."""
-    parts = text.split()
-    head = " ".join(parts[:words])
-    return head + ("…" if len(parts) > words else "")
-
-
-def _describe(rt: Runtime, target: Target, shown: str, user_turns: list[Turn]) -> str:
-    """The confirmation's subject: what will be erased, by the number the person sees and its
-    first words, with counts (``session s2 ("plan the trip to…"): 4 turn(s)``)."""
-    from ..memory.facts import items
-
-    detail = target.describe()
-    if target.what == "profile":
-        return detail
-    words = ""
-    if user_turns:
-        words = _first_words(user_turns[0].content)
-    elif target.what == "memory" and target.ref_id is not None:
-        words = _first_words(items.get_item(rt.conn, rt.profile, target.ref_id).label)
-    head = shown or detail.split(":", 1)[0]
-    counts = detail.split(": ", 1)[1] if ": " in detail else ""
-    quoted = f' ("{safe(words)}")' if words else ""
-    return f"{head}{quoted}: {counts}" if counts else f"{head}{quoted}"
 
 
 @command
@@ -139,92 +81,83 @@ def purge(
       rheo purge session s3
       rheo purge profile old-job --yes
     """
-    from ..memory import purge as engine
-    from ..memory.ledger import sessions
-    from ..memory.ledger import turns as ledger
+    from ..app import purge as purging
 
-    what = what.strip().lower()
-    if what not in engine.WHATS:
-        raise UsageError(f"purge what? use one of {', '.join(engine.WHATS)}, not {what!r}")
-    ref_id: int | None = None
+    what = purging.check_what(what)
+    number: int | None = None
     if what == "profile":
         if ref is not None:
             profile = ref
     else:
-        ref_id = _parse_ref(what, ref)
-    rt = runtime_for(profile)
-    shown = ""
-    if what == "session":
-        assert ref_id is not None
-        shown = f"session s{ref_id}"  # the number the person sees, never the store's id
-        ref_id = sessions.session_by_number(rt.conn, rt.profile, ref_id).id
-    target = engine.plan(rt.conn, profile=rt.profile, what=what, ref_id=ref_id)
-    user_turns = [
-        t for t in ledger.get_turns(rt.conn, rt.profile, target.turns) if t.role == "user"
-    ]
-    typed = {t.content for t in user_turns}
-    question = _describe(rt, target, shown, user_turns)
-    if not yes and not _confirm(
-        f"Erase {question} for good? This cannot be undone (earlier backups and exports "
-        "keep their copy)."
-    ):
-        say_error("nothing erased")
-        raise typer.Exit(1)
-    done = engine.purge(rt.conn, target, now=rt.now())
-    if shown:
-        done.ref = shown
-    history = rt.paths.history
-    if what == "profile":
-        history.unlink(missing_ok=True)
-    else:
-        _scrub_input_history(history, typed)
-    earlier = copies.holding(rt.paths, rt.profile)
+        number = _parse_ref(what, ref)
+    with runtime_for(profile) as app:
+        planned = purging.plan(app, what, number)
+        if not yes and not _confirm(
+            f"Erase {planned.subject} for good? This cannot be undone (earlier backups and "
+            "exports keep their copy)."
+        ):
+            say_error("nothing erased")
+            raise typer.Exit(1)
+        done = purging.execute(app, planned)
     if json_out:
-        print_json(
-            {
-                "purged": done.ref,
-                "profile": rt.profile,
-                "counts": done.counts,
-                "vacuumed": done.vacuumed,
-                "wal_truncated": done.wal_truncated,
-                **({"not_rewritten": done.not_rewritten} if rt.store_url else {}),
-                "earlier_copies": earlier,
-            }
-        )
+        print_json(_json(done))
         return
-    counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in done.counts.items() if n)
-    what = f"{done.ref} of profile {rt.profile}"
-    if done.ref == "profile":
-        what = f"profile {rt.profile}"
+    _say(done)
+
+
+def _json(done: Done) -> dict[str, object]:
+    """``rheo purge --json``: what was purged, counts, compaction, the earlier copies."""
+    purged = done.purged
+    return {
+        "purged": purged.ref,
+        "profile": done.profile,
+        "counts": purged.counts,
+        "vacuumed": purged.vacuumed,
+        "wal_truncated": purged.wal_truncated,
+        **({"not_rewritten": purged.not_rewritten} if done.server else {}),
+        "earlier_copies": done.earlier,
+    }
+
+
+def _say(done: Done) -> None:
+    """What was purged on stdout; on stderr whether the store could be compacted and which
+    earlier copies still hold the text."""
+    purged = done.purged
+    counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in purged.counts.items() if n)
+    what = f"{purged.ref} of profile {done.profile}"
+    if purged.ref == "profile":
+        what = f"profile {done.profile}"
     echo(f"purged {what}: {counts or 'nothing else'}")
-    if rt.store_url:
-        if not done.vacuumed:
-            tables = ", ".join(done.not_rewritten)
+    if done.server:
+        if not purged.vacuumed:
+            tables = ", ".join(purged.not_rewritten)
             say_error(
                 f"note: another session was using {tables or 'the tables'} (or held an older "
                 "transaction), so their files may still hold the text until the tables' owner "
                 f"runs VACUUM FULL on {tables or 'them'}"
             )
-    elif not done.vacuumed or not done.wal_truncated:
+    elif not purged.vacuumed or not purged.wal_truncated:
         say_error(
             "note: another process holds the database, so the file could not be compacted "
             "yet; freed space is overwritten, and the next purge compacts it"
         )
-    say_error(_copies_note(earlier, server=bool(rt.store_url)))
+    say_error(_copies_note(done.earlier, server=done.server))
 
 
 def _copies_note(earlier: list[str], *, server: bool) -> str:
     """The note that copies made before the purge still hold the text: those rheo wrote
-    (``earlier``, newest first; the first `copies.SHOWN` named), and on PostgreSQL the
+    (``earlier``, newest first; the first `app.copies.SHOWN` named), and on PostgreSQL the
     server's own."""
+    from ..app.copies import SHOWN
+
     where = "; the server's own backups, archived WAL and replicas may too" if server else ""
     if not earlier:
         return (
             "note: backups and exports made before this purge still hold what it erased "
             f"(rheo wrote none that still exist{where})"
         )
-    named = ", ".join(earlier[: copies.SHOWN])
-    more = f" and {len(earlier) - copies.SHOWN} more" if len(earlier) > copies.SHOWN else ""
+    named = ", ".join(earlier[:SHOWN])
+    more = f" and {len(earlier) - SHOWN} more" if len(earlier) > SHOWN else ""
     return (
         "note: backups and exports made before this purge still hold what it erased; "
         f"rheo wrote these, which still exist: {named}{more}{where} (delete them to erase "

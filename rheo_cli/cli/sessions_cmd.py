@@ -33,17 +33,16 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
     Example:
       rheo sessions list -n 5
     """
-    from ..memory.ledger import sessions
+    from ..app import history
 
-    rt = runtime_for(profile)
-    found = sessions.list_sessions(rt.conn, rt.profile, limit=limit)
+    with runtime_for(profile) as app:
+        found = history.sessions(app, limit)
+        now = app.now()
     if json_out:
         print_json([s.to_json() for s in found])
         return
     if not found:
         echo("(no sessions)")
-        return
-    now = rt.now()
     for s in found:
         echo(
             f"s{s.number:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  "
@@ -75,21 +74,20 @@ def show(
       rheo sessions show 3
       rheo sessions show s3 --markdown > trip-planning.md
     """
+    from ..app import history
     from ..errors import UsageError
-    from ..memory.ledger import sessions
-    from ..memory.ledger import turns as ledger
     from ..ui.transcript import transcript
 
     text = number.strip().lower().removeprefix("s")
     if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
         raise UsageError(f"{number!r} is not a session number (see 'rheo sessions list')")
-    rt = runtime_for(profile)
-    session = sessions.session_by_number(rt.conn, rt.profile, int(text))
-    turns = ledger.session_turns(rt.conn, rt.profile, session.id)
+    with runtime_for(profile) as app:
+        session, turns = history.session(app, int(text))
+        now = app.now()
     if json_out:
         print_json({**session.to_json(), "transcript": [t.to_json() for t in turns]})
         return
-    text = transcript(session, turns, rt.now(), markdown=markdown)
+    text = transcript(session, turns, now, markdown=markdown)
     if sys.stdout.isatty():
         sys.stdout.write(safe(text))  # on a terminal, stored text is shown, never interpreted
     else:

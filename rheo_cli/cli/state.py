@@ -25,7 +25,7 @@ def runtime_for(  # type: ignore[no-untyped-def]
     provider: str | None = None,
     assistant: str | None = None,
 ):
-    """Build the Runtime: a command's own options win over the global ones."""
+    """Build the App: a command's own options win over the global ones."""
     from ..app import app as runtime
 
     chosen = profile if profile is not None else GLOBAL.profile

@@ -33,10 +33,9 @@ def telegram(
         raise RheoError(f"rheo telegram needs python-telegram-bot: {install_hint('telegram')}")
     from ..telegram.bot import TelegramBot, settings_from
 
-    rt = runtime_for(None, None)
-    settings = settings_from(rt)
-    bot = TelegramBot(settings, home=rt.paths.home, log=lambda line: say_error(line))
-    rt.close()
+    with runtime_for(None, None) as app:
+        settings = settings_from(app)
+        bot = TelegramBot(settings, home=app.paths.home, log=lambda line: say_error(line))
     if not once:
         say_error(f"rheo telegram: serving {len(settings.chats)} chat(s); Ctrl-C stops")
     handled = asyncio.run(bot.run(once=once))

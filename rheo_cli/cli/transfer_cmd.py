@@ -3,16 +3,13 @@ JSON Lines (``rheo import``, in `import_cmd`, reads them back)."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from ..errors import UsageError
 from ..ui.output import echo, print_json
-from . import copies
 from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
@@ -41,56 +38,34 @@ def backup(
     Example:
       rheo backup ~/backups/rheo-$(date +%F).db
     """
-    from ..errors import UsageError
-    from ..memory import archive
+    from ..app import data
 
     path = file_arg(Path(raw))
-    target = path.expanduser()
-    if not raw.strip() or target.is_dir() or raw.endswith(("/", os.sep)):
-        raise UsageError(
-            f"{raw or 'an empty path'} is a folder: name the new file "
-            f"(e.g. {Path(raw or '.') / 'rheo-backup.db'})"
-        )
-    if not target.parent.is_dir():
-        raise UsageError(f"no such folder: {target.parent} (create it first)")
-    if target.exists():
-        raise UsageError(f"{raw} already exists: choose a new file for the backup")
-    rt = runtime_for(profile)
-    own = {rt.paths.db, rt.paths.config} | {
-        rt.paths.db.with_name(rt.paths.db.name + s) for s in ("-wal", "-shm", "-journal")
-    }
-    if target.absolute() in {f.absolute() for f in own}:
-        raise UsageError(f"{target} is one of rheo's own files: choose another name")
-    if rt.store_url:
-        from ..transfer import rheo_jsonl
-
-        with archive.snapshot(rt.conn):
-            records = archive.export_records(rt.conn, [rt.profile])
-            count = rheo_jsonl.write_file(records, target, point="backup.copy")
-        copies.note(rt.paths, target, kind="backup", profiles=[rt.profile])
-        size = target.stat().st_size
+    target = data.backup_target(raw, path)
+    with runtime_for(profile) as app:
+        done = data.backup(app, target)
+        db_file = app.paths.db
+    if done.profile is not None:  # PostgreSQL: the profile's tenant, in export format
         if json_out:
             print_json(
                 {
                     "backup": str(path.absolute()),
-                    "bytes": size,
-                    "profile": rt.profile,
-                    "records": count - 1,
+                    "bytes": done.bytes,
+                    "profile": done.profile,
+                    "records": done.records,
                     "format": "rheo-export",
                 }  # fmt: skip
             )
             return
         echo(
-            f"backed up profile {rt.profile} ({count - 1:,} records) to {path} ({size:,} bytes); "
-            "restore with 'rheo import'"
+            f"backed up profile {done.profile} ({done.records:,} records) to {path} "
+            f"({done.bytes:,} bytes); restore with 'rheo import'"
         )
         return
-    size = archive.backup(rt.conn, target)
-    copies.note(rt.paths, target, kind="backup", profiles=None)  # every profile of the file
     if json_out:
-        print_json({"backup": str(path.absolute()), "bytes": size})
+        print_json({"backup": str(path.absolute()), "bytes": done.bytes})
         return
-    echo(f"backed up {rt.paths.db} to {path} ({size:,} bytes)")
+    echo(f"backed up {db_file} to {path} ({done.bytes:,} bytes)")
 
 
 @command
@@ -113,24 +88,13 @@ def export(
       rheo export -o rheo-default.jsonl
       rheo export --all -o everything.jsonl
     """
-    from ..memory import archive
-    from ..transfer import rheo_jsonl
+    from ..app import data
 
-    rt = runtime_for(profile)
-    if all_ and rt.store_url:
-        raise UsageError(
-            "on PostgreSQL each profile is a tenant that sees only its own rows: export one "
-            "profile at a time (rheo export --profile NAME)"
-        )
-    names = archive.profiles(rt.conn) if all_ else [rt.profile]
-    output = file_arg(output) if output is not None else None
-    if output is not None and output.exists():
-        raise UsageError(f"{output} already exists: choose a new file")
-    with archive.snapshot(rt.conn):
-        records = archive.export_records(rt.conn, names)
+    with runtime_for(profile) as app:
+        names = data.export_profiles(app, every=all_)
         if output is None:
-            rheo_jsonl.write(records, sys.stdout)
+            data.export(app, names, sys.stdout)
             return
-        count = rheo_jsonl.write_file(records, output)
-    copies.note(rt.paths, output, kind="export", profiles=names)
-    say_error(f"exported {count - 1} records of {', '.join(names) or 'no profile'} to {output}")
+        output = file_arg(output)
+        count = data.export(app, names, output)
+    say_error(f"exported {count} records of {', '.join(names) or 'no profile'} to {output}")

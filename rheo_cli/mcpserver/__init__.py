@@ -2,6 +2,6 @@
 Model Context Protocol server over stdio, for one profile.
 
 `server` puts rheo's memory tools (`rheo_cli.app.tools`: what each tool does, plain
-functions over a Runtime, no SDK) behind the official ``mcp`` SDK, which only ``rheo mcp``
+functions over an App, no SDK) behind the official ``mcp`` SDK, which only ``rheo mcp``
 imports.
 """

@@ -37,7 +37,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 
-from ..app.app import App as Runtime
+from ..app.app import App
 from ..app.tools.caller import Caller, ClientConversation
 from ..app.tools.specs import offered
 
@@ -76,7 +76,7 @@ class RheoServer(MCPServer):
     ``log_turn``; one connection, one `ClientConversation`), and an unknown prompt as
     ``-32602``."""
 
-    def __init__(self, rt: Runtime, *, log_turns: bool = False, **kwargs: Any) -> None:
+    def __init__(self, rt: App, *, log_turns: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rt = rt
         self.log_turns = log_turns
@@ -151,7 +151,7 @@ def _one_line_logging() -> None:
         root.setLevel(logging.WARNING)
 
 
-def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
+def build(rt: App, *, log_turns: bool = False) -> MCPServer:
     """The server for ``rt``'s profile: the memory tools of `app.tools.specs` (and
     ``log_turn`` with ``log_turns``)."""
     _one_line_logging()
@@ -166,7 +166,7 @@ def build(rt: Runtime, *, log_turns: bool = False) -> MCPServer:
     )
 
 
-def serve(rt: Runtime, *, log_turns: bool = False) -> None:
+def serve(rt: App, *, log_turns: bool = False) -> None:
     """Run the server on stdin/stdout until the client closes the connection."""
     import anyio
 

@@ -7,11 +7,10 @@ kept, marked interrupted), Ctrl-D on an empty line exits.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, TextIO
 
-from ..app.app import App as Runtime
+from ..app.app import App
 from ..ui.signals import Terminated
 from . import commands
 
@@ -37,26 +36,17 @@ def _key_bindings() -> Any:
     return kb
 
 
-def make_session(
-    rt: Runtime, *, input: Any = None, output: Any = None, completer: Any = None
-) -> Any:
+def make_session(rt: App, *, input: Any = None, output: Any = None, completer: Any = None) -> Any:
     """A prompt-toolkit PromptSession with rheo's history file, key bindings, continuation
     prompt and (when given) Tab completion."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory, InMemoryHistory
 
-    from ..memory.store.db import ensure_private_dir
+    from ..app.profiles import history_file
 
     history: Any
     try:
-        ensure_private_dir(rt.paths.history.parent)
-        if not rt.paths.history.exists():
-            old = os.umask(0o077)
-            try:
-                rt.paths.history.touch(mode=0o600)
-            finally:
-                os.umask(old)
-        history = FileHistory(str(rt.paths.history))
+        history = FileHistory(str(history_file(rt)))
     except OSError:
         history = InMemoryHistory()
     return PromptSession(
@@ -73,7 +63,7 @@ def make_session(
 
 
 def run_repl(
-    rt: Runtime,
+    rt: App,
     *,
     new_session: bool = False,
     input: Any = None,
@@ -100,11 +90,9 @@ def run_repl(
     session = make_session(rt, input=input, output=output, completer=completer)
     who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
     state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
-    if rt.provider_ready() is None and _store_opens(rt) and rt.queue_closed_sessions():
-        # A session closed by time while nobody was here: summarise it in the background.
-        from ..background.worker import kick_background
+    from ..app.jobs import start_background
 
-        kick_background(rt)
+    start_background(rt)  # a session closed by time while nobody was here: summarise it
     from prompt_toolkit.history import InMemoryHistory
 
     kept_history = session.default_buffer.history
@@ -126,15 +114,3 @@ def run_repl(
             commands.run_slash(state, text.strip())
         else:
             commands.run_turn(state, text)
-
-
-def _store_opens(rt: Runtime) -> bool:
-    """Open the store; False when it cannot be (each turn then says so and still answers)."""
-    import sqlite3
-
-    from ..memory.store.errors import StoreError
-
-    try:
-        return rt.conn is not None
-    except (sqlite3.Error, StoreError):
-        return False

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from ..app.app import App as Runtime
+from ..app.app import App
 from ..app.conversation import Conversation
+from ..app.errors import EngineError, StoreError
 from ..errors import RheoError
-from ..memory.store.errors import StoreError
 
 HELP = """\
 /help             this list
@@ -49,12 +49,15 @@ MEANINGS = {
 }
 """Each slash command's short meaning, for Tab completion."""
 
+SEARCH_LIMIT = 50
+"""The most memories ``/memory WORDS`` shows."""
+
 
 @dataclass
 class ReplState:
     """The REPL's state between lines."""
 
-    rt: Runtime
+    rt: App
     conversation: Conversation
     out: TextIO
     rendered: bool
@@ -179,71 +182,54 @@ def _exit(state: ReplState, arg: str) -> None:
 
 
 def _context(state: ReplState, arg: str) -> None:
-    from ..app.tools.chat import specs
-    from ..turn.preview import preview
+    from ..app import context
 
-    tools = specs(state.rt.assistant_name)  # what a message here would offer the model
-    info = preview(state.rt, arg, tools=tools, new_session=state.force_new)
+    info = context.preview(state.rt, arg, new_session=state.force_new)
     for section in info["sections"]:
         state.say(section["text"])
         state.say("")
-    from ..memory.ledger.sessions import session_numbers
-
-    if info["new_session"] or info["session_id"] is None:
-        where = "new session"
-    else:
-        numbers = session_numbers(state.rt.conn, state.rt.profile)
-        where = f"session s{numbers.get(info['session_id'], info['session_id'])}"
+    number = context.session_number(state.rt, info)
+    where = "new session" if number is None else f"session s{number}"
     state.say(f"({info['context_tokens']} of {info['budget']} tokens; {where})")
 
 
 def _history(state: ReplState, arg: str) -> None:
-    from ..memory.ledger import turns as ledger
+    from ..app import history
     from ..ui.output import turn_line
 
     if not arg.strip():
         state.say("usage: /history QUERY")
         return
-    found = ledger.search_turns(state.rt.conn, state.rt.profile, arg, limit=10)
+    found = history.search_turns(state.rt, arg, limit=10)
     if not found:
         state.say("(no turns)")
-    from ..memory.ledger.sessions import session_numbers
-
-    now = state.rt.now()
-    numbers = session_numbers(state.rt.conn, state.rt.profile)
+    now, numbers = state.rt.now(), history.session_numbers(state.rt)
     for turn, _ in found:
         state.say(turn_line(turn, now, numbers=numbers))
 
 
 def _memory(state: ReplState, arg: str) -> None:
-    from ..memory.facts import items
+    """As `rheo memory list` (open items are under /items), or `rheo memory search`."""
+    from ..app import memory
     from ..ui.items import item_line
 
     rt = state.rt
-    now = rt.now()
     if arg:
-        found = [
-            i for i, _ in items.search_items(rt.conn, rt.profile, arg, assistant=rt.assistant_name)
-        ]
-    else:  # as `rheo memory list`: most confident first (open items are under /items)
-        found = items.list_items(
-            rt.conn, rt.profile, exclude_category="open_item", assistant=rt.assistant_name
-        )
-        found.sort(key=lambda i: (-i.effective(now, rt.settings), -i.id))
+        found = memory.search(rt, arg, limit=SEARCH_LIMIT)
+    else:
+        found = memory.memories(rt, open_items=False)
     if not found:
         state.say("(no memories)")
+    now = rt.now()
     for item in found:
         state.say(item_line(item, now, rt.settings))
 
 
 def _items(state: ReplState, arg: str) -> None:
-    from ..memory.facts import items
+    from ..app import memory
     from ..ui.items import open_item_line
 
-    found = items.list_items(
-        state.rt.conn, state.rt.profile, category="open_item", assistant=state.rt.assistant_name
-    )
-    found.sort(key=lambda i: (i.due_at or "9999", i.id))
+    found = memory.open_items(state.rt)
     if not found:
         state.say("(no open items)")
     now = state.rt.now()
@@ -261,44 +247,41 @@ def _item_id(arg: str) -> int | None:
 
 def _change(action: str) -> Callable[[ReplState, str], None]:
     def handler(state: ReplState, arg: str) -> None:
-        from ..ui.wording import apply_change, change_line
+        from ..app import memory
+        from ..ui.wording import change_line
 
         item_id = _item_id(arg)
         if item_id is None:
             state.say(f"usage: /{action} ID")
             return
-        item, already = apply_change(
-            state.rt.conn, state.rt.profile, action, item_id, state.rt.now()
-        )
-        state.say(change_line(action, item, already=already))
+        done = memory.change(state.rt, action, item_id)
+        state.say(change_line(action, done.item, already=done.already))
 
     return handler
 
 
 def _conflicts(state: ReplState, arg: str) -> None:
-    from ..memory.facts import curation
-    from ..ui.output import preview
+    from ..app import memory
+    from ..ui.items import conflict_lines
 
-    pairs = curation.conflicts(state.rt.conn, state.rt.profile)
+    pairs = memory.conflicts(state.rt)
     if not pairs:
         state.say("(no conflicts)")
     for newer, older in pairs:
-        state.say(
-            f"#{newer.id} {preview(newer.content_text(), 60)}  vs  "
-            f"#{older.id} {preview(older.content_text(), 60)}  (/resolve ID keeps one)"
-        )
+        for line in conflict_lines(newer, older, "/resolve"):
+            state.say(line)
 
 
 def _digests(state: ReplState, arg: str) -> None:
-    from ..memory.ledger import digests
-    from ..ui.output import local, preview
+    from ..app import history
+    from ..ui.output import digest_line
 
-    found = digests.list_digests(state.rt.conn, state.rt.profile, limit=5)
+    found = history.digests(state.rt, limit=5)
     if not found:
-        state.say("(no digests yet)")
-    now = state.rt.now()
+        state.say("(no digests)")
+    now, numbers = state.rt.now(), history.session_numbers(state.rt)
     for d in found:
-        state.say(f"{local(d.ended_at, now)}  {preview(d.narrative, 90)}")
+        state.say(digest_line(d, now, numbers))
 
 
 SLASH: dict[str, Callable[[ReplState, str], None]] = {
@@ -332,11 +315,10 @@ def completion_ids(state: ReplState) -> Callable[[str], list[tuple[int, str]]]:
     may take, newest first, each with a preview."""
 
     def ids(command: str) -> list[tuple[int, str]]:
-        from ..memory.facts import items
+        from ..app.memory import recent
         from ..ui.output import preview
 
-        category = "open_item" if command == "/done" else None
-        found = items.list_items(state.rt.conn, state.rt.profile, category=category, limit=100)
+        found = recent(state.rt, open_items_only=command == "/done", limit=100)
         return [(i.id, preview(i.content_text(), 50)) for i in found]
 
     return ids
@@ -352,7 +334,6 @@ def run_slash(state: ReplState, line: str) -> None:
     try:
         handler(state, arg.strip())
     except Exception as exc:  # noqa: BLE001 - a slash command never ends the REPL
-        from ..memory.store.errors import EngineError
         from ..ui.wording import database_message
 
         if isinstance(exc, sqlite3.Error):  # e.g. /done on a read-only store

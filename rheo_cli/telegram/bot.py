@@ -18,16 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..app.app import App as Runtime
-from ..app.app import build
+from ..app import history
+from ..app.app import App, build
+from ..app.errors import EngineError, NotFound
+from ..app.text import redact
 from ..errors import ConfigError, RheoError, UsageError
-from ..memory.ledger import turns as ledger
-from ..memory.store.errors import EngineError, NotFound
-from ..memory.text.safety import redact
 from . import format as tg_format
 
-RECENT_TURNS = 50
-"""How far back (turns of the chat's profile) a redelivered update is looked for."""
+LISTED = 30
+"""The most memory items one ``/memory`` or ``/items`` reply lists."""
 
 POLL_TIMEOUT_S = 30
 """Long-polling timeout of one ``getUpdates`` call (seconds)."""
@@ -53,7 +52,7 @@ class BotSettings:
     poll_timeout_s: int = POLL_TIMEOUT_S
 
 
-def settings_from(rt: Runtime, environ: dict[str, str] | None = None) -> BotSettings:
+def settings_from(rt: App, environ: dict[str, str] | None = None) -> BotSettings:
     """Read the token (``RHEO_TELEGRAM_TOKEN``, else ``[telegram] token``), the allowed chats
     (``[telegram] chats``) and ``RHEO_TELEGRAM_API`` (a Bot API base URL).
 
@@ -90,7 +89,7 @@ class TelegramBot:
         self.home = home
         self.log = log
         self.environ = environ
-        self.runtimes: dict[str, Runtime] = {}
+        self.runtimes: dict[str, App] = {}
         self.fresh_session: set[int] = set()
         self.bot: Any = None
 
@@ -102,7 +101,7 @@ class TelegramBot:
         text = " ".join(str(error).split()) or type(error).__name__
         return redact(text, (self.settings.token,))
 
-    def runtime(self, profile: str) -> Runtime:
+    def runtime(self, profile: str) -> App:
         """The runtime of ``profile`` (built once; its store opened on first use)."""
         if profile not in self.runtimes:
             self.runtimes[profile] = build(profile=profile, environ=self.environ)
@@ -157,28 +156,9 @@ class TelegramBot:
 
     # -- turns ------------------------------------------------------------------------------
 
-    def stored_question(self, rt: Runtime, chat_id: int, update_id: int) -> ledger.Turn | None:
-        """The person's turn already stored for this update (a redelivery), if any."""
-        for turn in ledger.recent_turns(rt.conn, rt.profile, RECENT_TURNS):
-            tg = turn.meta.get("telegram") if turn.role == "user" else None
-            if (
-                isinstance(tg, dict)
-                and tg.get("update_id") == update_id
-                and tg.get("chat_id") == chat_id
-            ):
-                return turn
-        return None
-
-    def has_reply(self, rt: Runtime, user_turn: ledger.Turn) -> bool:
-        """True when a reply (ok, interrupted or error) to ``user_turn`` is stored."""
-        return any(
-            t.role == "assistant" and t.meta.get("reply_to") == user_turn.id
-            for t in ledger.recent_turns(rt.conn, rt.profile, RECENT_TURNS)
-        )
-
     async def answer(
         self,
-        rt: Runtime,
+        rt: App,
         chat_id: int,
         text: str = "",
         *,
@@ -244,9 +224,9 @@ class TelegramBot:
             await self.command(chat_id, profile, text)
             return
         rt = self.runtime(profile)
-        stored = self.stored_question(rt, chat_id, update.update_id)
+        stored = history.stored_question(rt, chat_id, update.update_id)
         if stored is not None:
-            if not self.has_reply(rt, stored):
+            if not history.has_reply(rt, stored):
                 await self.answer(rt, chat_id, question_id=stored.id)
             return
         meta = {
@@ -287,66 +267,57 @@ class TelegramBot:
             with contextlib.suppress(Exception):
                 await self.bot.send_message(chat_id, piece)
 
-    def listing(self, rt: Runtime, name: str, query: str) -> str:
-        """The text of ``/memory [query]`` or ``/items``."""
-        from ..memory.facts import items
-        from ..ui.items import item_line
+    def listing(self, rt: App, name: str, query: str) -> str:
+        """The text of ``/memory [query]`` or ``/items``: the lines of the CLI's and the
+        REPL's listings, in their order, at most `LISTED`."""
+        from ..app import memory
+        from ..ui.items import item_line, open_item_line
 
         now = rt.now()
         if name == "/items":
-            found = items.list_items(rt.conn, rt.profile, category="open_item")
-            empty = "No open items."
-        elif query:
-            found = [i for i, _ in items.search_items(rt.conn, rt.profile, query)]
+            found = memory.open_items(rt)[:LISTED]
+            return "\n".join(open_item_line(i, now) for i in found) or "No open items."
+        if query:
+            found = memory.search(rt, query, limit=LISTED)
             empty = "No memory matches."
         else:
-            found = items.list_items(rt.conn, rt.profile, exclude_category="open_item")
+            found = memory.memories(rt, open_items=False)[:LISTED]
             empty = "Nothing remembered yet."
-        found = found[:30]
         return "\n".join(item_line(i, now, rt.settings) for i in found) or empty
 
-    def forget(self, rt: Runtime, arg: str) -> str:
-        """``/forget ID``: retract a memory item of this chat's profile."""
-        from ..memory.facts import curation
+    def forget(self, rt: App, arg: str) -> str:
+        """``/forget ID``: retract a memory item of this chat's profile (again: a no-op)."""
+        from ..app import memory
 
         digits = arg.lstrip("#")
         if not digits.isdigit() or len(digits) > 18:
             return "Use /forget ID with the number from /memory."
         try:
-            item = curation.forget(rt.conn, rt.profile, int(digits), rt.now())
+            done = memory.change(rt, "forget", int(digits))
         except NotFound:
             return f"No memory #{digits}."
         except EngineError as exc:
             return str(exc)
-        return f"Forgotten #{item.id}: {item.content_text()}"
+        state = "Already forgotten" if done.already else "Forgotten"
+        return f"{state} #{done.item.id}: {done.item.content_text()}"
 
-    async def retry(self, rt: Runtime, chat_id: int) -> None:
+    async def retry(self, rt: App, chat_id: int) -> None:
         """Answer the chat's last question again when its reply failed or never came."""
-        for turn in ledger.recent_turns(rt.conn, rt.profile, RECENT_TURNS):
-            tg = turn.meta.get("telegram")
-            if turn.role == "user" and isinstance(tg, dict) and tg.get("chat_id") == chat_id:
-                replies = [
-                    t
-                    for t in ledger.recent_turns(rt.conn, rt.profile, RECENT_TURNS)
-                    if t.role == "assistant" and t.meta.get("reply_to") == turn.id
-                ]
-                if replies and replies[0].status == "ok":
-                    await self.send_plain(chat_id, "Your last message was answered already.")
-                    return
-                await self.answer(rt, chat_id, question_id=turn.id)
-                return
-        await self.send_plain(chat_id, "There is nothing to retry.")
+        last = history.last_question(rt, chat_id)
+        if last is None:
+            await self.send_plain(chat_id, "There is nothing to retry.")
+        elif last[1]:
+            await self.send_plain(chat_id, "Your last message was answered already.")
+        else:
+            await self.answer(rt, chat_id, question_id=last[0].id)
 
     async def catch_up(self) -> None:
         """At start: a question stored by a run that died before replying is answered now."""
         for chat_id, profile in self.settings.chats.items():
             rt = self.runtime(profile)
-            recent = ledger.recent_turns(rt.conn, rt.profile, 1)
-            if not recent:
-                continue
-            tg = recent[0].meta.get("telegram")
-            if recent[0].role == "user" and isinstance(tg, dict) and tg.get("chat_id") == chat_id:
-                await self.answer(rt, chat_id, question_id=recent[0].id)
+            pending = history.pending_question(rt, chat_id)
+            if pending is not None:
+                await self.answer(rt, chat_id, question_id=pending.id)
 
     # -- the loop ---------------------------------------------------------------------------
 

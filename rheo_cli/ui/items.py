@@ -1,11 +1,10 @@
-"""One line per memory item, the same in CLI listings and the REPL."""
+"""One line per memory item, the same in CLI listings, the REPL and Telegram."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from ..memory import due as due_rule
 from .output import local, preview
 
 
@@ -28,15 +27,24 @@ def item_line(item: Any, now: Any, settings: Any, *, whose: bool = False) -> str
     )
 
 
-def is_overdue(item: Any, now: datetime) -> bool:
-    """True for an active open item whose due time has passed."""
-    return item.status == "active" and due_rule.is_overdue(item.due_at, now)
-
-
 def open_item_line(item: Any, now: datetime) -> str:
     """``#12    due 2026-12-04 OVERDUE  call Ana`` for ``items list`` and the REPL's /items."""
+    from ..app.memory import is_overdue  # the engine's facts, loaded only when listing
+
     due = f"due {local(item.due_at, now, with_time=False)}" if item.due_at else "no due date"
     if is_overdue(item, now):
         due += " OVERDUE"
     state = "" if item.status == "active" else f"  [{item.status}]"
     return f"#{item.id:<5} {due:<22} {preview(item.content_text(), 80)}{state}"
+
+
+def conflict_lines(newer: Any, older: Any, resolve: str) -> list[str]:
+    """A flagged pair of contradicting facts for ``memory conflicts`` and the REPL's
+    /conflicts: their topic, each one's id and content, and how to keep one (``resolve``:
+    ``rheo memory resolve`` or ``/resolve``)."""
+    return [
+        f"topic {newer.topic}:",
+        f"  newer #{newer.id}: {preview(newer.content_text(), 80)}",
+        f"  older #{older.id}: {preview(older.content_text(), 80)}",
+        f"  keep one with: {resolve} {newer.id}   (or {older.id})",
+    ]

@@ -7,13 +7,13 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from ..memory.ledger.turns import Turn
+from ..app.text import display, json_text, safe
 
-from ..memory.store.timeutil import display
-from ..memory.text.safety import json_text, safe
+if TYPE_CHECKING:
+    from ..app.history import Turn
 
 __all__ = [
+    "digest_line",
     "echo",
     "json_text",
     "local",
@@ -70,6 +70,17 @@ def turn_line(
         text = f"[{error.get('message', 'no reply')}]" if isinstance(error, dict) else "[error]"
     session = (numbers or {}).get(turn.session_id, turn.session_id)
     return f"#{turn.id:<6} {local(turn.ts, now)}  s{session:<4} {role:<21} {preview(text, width)}"
+
+
+def digest_line(digest: Any, now: datetime, numbers: dict[int, int] | None = None) -> str:
+    """One session digest as a listing line (``rheo digests list``, the REPL's /digests):
+    its id, the session's number (``numbers``: session id -> the number the person sees),
+    when the session ended (local time) and the start of its narrative."""
+    session = (numbers or {}).get(digest.session_id, digest.session_id)
+    return (
+        f"#{digest.id:<5} s{session:<5} {local(digest.ended_at, now)}  "
+        f"{preview(digest.narrative, 80)}"
+    )
 
 
 def quiet_stdout(stream: Any = None) -> None:

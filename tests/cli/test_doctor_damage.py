@@ -28,7 +28,7 @@ import pytest
 from fakeapi import text
 from helpers import REPO, api_env, db_rows
 
-from rheo_cli.ui.wording import database_message
+from rheo_cli.app.errors import database_message
 
 
 def _no_override() -> None:

@@ -177,12 +177,12 @@ def test_json_keeps_the_values_exact(rheo, api, monkeypatch, home):
 def test_repl_views_are_safe(rheo, api, monkeypatch, home):
     seed_hostile(rheo, api, monkeypatch, home)
     from rheo_cli.app import app as runtime
-    from rheo_cli.app.tools.chat import make_assistant
+    from rheo_cli.app.conversation import Conversation
     from rheo_cli.repl import commands
 
     rt = runtime.build(profile=None, model=None)
     out = io.StringIO()
-    state = commands.ReplState(rt=rt, assistant=make_assistant(rt), out=out, rendered=False)
+    state = commands.ReplState(rt=rt, conversation=Conversation(rt), out=out, rendered=False)
     for line in ("/context question", "/history question", "/memory", "/items", "/digests"):
         commands.run_slash(state, line)
     rt.close()

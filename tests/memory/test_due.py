@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rheo_cli.app.memory import is_overdue
 from rheo_cli.app.tools.actions import ToolInputError
 from rheo_cli.app.tools.actions import _due as mcp_due
 from rheo_cli.cli.dates import resolve_due
@@ -20,7 +21,6 @@ from rheo_cli.memory import due
 from rheo_cli.memory.facts.parsing import parse_facts
 from rheo_cli.memory.store.errors import InvalidInput
 from rheo_cli.memory.store.timeutil import to_stored
-from rheo_cli.ui.items import is_overdue
 
 LISBON_WINTER = timezone(timedelta(hours=0))
 TOKYO = timezone(timedelta(hours=9))

@@ -477,10 +477,10 @@ def test_the_stand_in_prints_what_the_real_binary_prints(
     for a reply with an MCP server and for a rate limit. The server is a minimal one that
     answers at once (`TINY_SERVER`): how both report a connected server is compared, not
     how soon ``rheo mcp`` starts on a busy machine (the other tests drive ``rheo mcp``)."""
+    from rheo_cli.app.tools.chat import specs as specs_for
     from rheo_cli.providers.base import ChatRequest, SystemBlock
     from rheo_cli.providers.claude_code import ClaudeCodeProvider
     from rheo_cli.providers.factory import MemoryServer
-    from rheo_cli.turn.tools import specs_for
 
     stand_in = REPO / "tests" / "bin" / "claude"
     tiny = tmp_path / "tiny_server.py"

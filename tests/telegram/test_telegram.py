@@ -246,6 +246,33 @@ def test_a_failed_model_call_says_so_and_retry_answers_without_storing_again(
     ]
 
 
+def test_retry_answers_the_chats_last_question_and_only_once(rheo, home, tg, fake_model):
+    from rheo_cli.providers.base import ProviderError
+
+    fake_model.add("First answer.")
+    tg.send_text(ALLOWED, "first question")
+    serve(rheo)
+    fake_model.add(Canned(error=ProviderError("overloaded", "the API is overloaded (529)")))
+    tg.send_text(ALLOWED, "second question")
+    serve(rheo)
+    fake_model.add("Second answer.")
+    tg.send_text(ALLOWED, "/retry")
+    serve(rheo)
+    assert tg.texts_to(ALLOWED)[-1] == "Second answer."
+    tg.send_text(ALLOWED, "/retry")
+    serve(rheo)
+    assert tg.texts_to(ALLOWED)[-1] == "Your last message was answered already."
+    rows = db_rows(home, "SELECT role, status, content FROM turns ORDER BY id")
+    assert [(r["role"], r["status"]) for r in rows] == [
+        ("user", None),
+        ("assistant", "ok"),
+        ("user", None),
+        ("assistant", "error"),
+        ("assistant", "ok"),
+    ]
+    assert rows[4]["content"] == "Second answer."
+
+
 def test_missing_token_or_chats_is_a_usage_error(rheo, home, monkeypatch):
     home.mkdir(parents=True, exist_ok=True)
     result = rheo("telegram", "--once")
