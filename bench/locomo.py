@@ -1,6 +1,7 @@
 """LoCoMo evidence recall of rheo's injected context, against two baselines, per token budget.
 
     python bench/locomo.py [--data PATH] [--budgets 500,1000,2000,4000] [--limit N] [--json]
+                           [--conversations 1-5] [--held-out 6-10] [--explain-misses]
 
 For each conversation of the data set (default ``../shared/bench/locomo10.json``; LoCoMo,
 Maharana et al., ACL 2024, CC BY-NC 4.0 — read from there, never copied into this repository):
@@ -408,29 +409,48 @@ def evaluate(
     database_url: str | None = None,
     leakproof_match: bool = False,
     explain_misses: bool = False,
+    held_out: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """Run every method at every budget, each conversation in a fresh store on ``backend``
     (``sqlite``: a file in a temporary folder; ``postgres``: a schema on the server at
     ``database_url``, dropped at the end); return the JSON-able results. With
     ``explain_misses`` rheo's results also hold ``evidence_turns``, ``misses`` (kind -> count
-    of missed evidence turns, `classify_misses`) and ``mean_section_tokens``."""
-    tallies = {(m, b): Tally() for m in ("rheo", "recent", "bm25") for b in budgets}
+    of missed evidence turns, `classify_misses`) and ``mean_section_tokens``. ``held_out``
+    (0-based positions in ``samples``) are also tallied apart, under ``held_out_results``
+    (the same shape as ``results``), in the same run."""
+    methods = ("rheo", "recent", "bm25")
+    tallies = {(m, b): Tally() for m in methods for b in budgets}
+    apart = {(m, b): Tally() for m in methods for b in budgets}
     loaded: dict[str, Any] = {"conversations": 0, "turns": 0, "write_s": 0.0, "skipped": 0}
     with tempfile.TemporaryDirectory(prefix="rheo-locomo-") as tmp:
         stores = Stores(
             backend, folder=Path(tmp), url=database_url, leakproof_match=leakproof_match
         )
         try:
-            _evaluate_in(
-                samples, budgets, settings, stores, tallies, loaded, turns_only, explain_misses
-            )
+            for index, sample in enumerate(samples):
+                _evaluate_in(
+                    [sample],
+                    budgets,
+                    settings,
+                    stores,
+                    [tallies, apart] if index in held_out else [tallies],
+                    loaded,
+                    turns_only,
+                    explain_misses,
+                )
         finally:
             stores.close()
-    results: dict[str, Any] = {m: {} for m in ("rheo", "recent", "bm25")}
+    results: dict[str, Any] = {m: {} for m in methods}
     for (method, budget), tally in tallies.items():
         results[method][str(budget)] = tally.to_json()
+    extra: dict[str, Any] = {}
+    if held_out:
+        extra["held_out_results"] = {m: {} for m in methods}
+        for (method, budget), tally in apart.items():
+            extra["held_out_results"][method][str(budget)] = tally.to_json()
     return {
         "results": results,
+        **extra,
         "skipped_questions": loaded.pop("skipped"),
         "loaded": {**loaded, "write_s": round(loaded["write_s"], 2)},
         "backend": backend,
@@ -442,7 +462,7 @@ def _evaluate_in(
     budgets: tuple[int, ...],
     settings: Settings,
     stores: Stores,
-    tallies: dict[tuple[str, int], Tally],
+    every: list[dict[tuple[str, int], Tally]],
     loaded: dict[str, Any],
     turns_only: bool,
     explain_misses: bool = False,
@@ -478,26 +498,38 @@ def _evaluate_in(
                     else:
                         ids, strict, used = bm25_baseline(store, question, budget)
                     elapsed = (time.perf_counter() - started) * 1000
-                    tally = tallies[(method, budget)]
-                    share = len(wanted & ids) / len(wanted)
-                    tally.recall.append(share)
-                    tally.strict.append(len(wanted & strict) / len(wanted))
-                    tally.by_category.setdefault(category, []).append(share)
-                    tally.tokens.append(used)
-                    tally.ms.append(elapsed)
-                    if explain_misses and ctx is not None:
-                        tally.evidence += len(wanted)
-                        for kind in classify_misses(ctx, wanted - ids).values():
-                            tally.misses[kind] = tally.misses.get(kind, 0) + 1
-                        for section in ctx.sections:
-                            tally.section_tokens[section.name] = (
-                                tally.section_tokens.get(section.name, 0) + section.tokens + 1
-                            )
+                    kinds = (
+                        list(classify_misses(ctx, wanted - ids).values())
+                        if explain_misses and ctx is not None
+                        else []
+                    )
+                    for tallies in every:
+                        tally = tallies[(method, budget)]
+                        share = len(wanted & ids) / len(wanted)
+                        tally.recall.append(share)
+                        tally.strict.append(len(wanted & strict) / len(wanted))
+                        tally.by_category.setdefault(category, []).append(share)
+                        tally.tokens.append(used)
+                        tally.ms.append(elapsed)
+                        if explain_misses and ctx is not None:
+                            _explain(tally, ctx, len(wanted), kinds)
         store.conn.close()
 
 
-def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
-    """One table per budget: recall overall and per category, tokens, latency."""
+def _explain(tally: Tally, ctx: context.Context, evidence: int, kinds: list[str]) -> None:
+    """Add one question's missed-evidence kinds and section tokens to ``tally``."""
+    tally.evidence += evidence
+    for kind in kinds:
+        tally.misses[kind] = tally.misses.get(kind, 0) + 1
+    for section in ctx.sections:
+        tally.section_tokens[section.name] = (
+            tally.section_tokens.get(section.name, 0) + section.tokens + 1
+        )
+
+
+def print_tables(out: dict[str, Any], budgets: tuple[int, ...], *, footer: bool = True) -> None:
+    """One table per budget: recall overall and per category, tokens, latency (then, with
+    ``footer``, what was loaded)."""
     cats = sorted(
         {int(c) for m in out["results"].values() for r in m.values() for c in r["by_category"]}
     )
@@ -521,6 +553,8 @@ def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
     rheo = out["results"]["rheo"]
     if any("misses" in rheo[str(b)] for b in budgets):
         print_misses(out, budgets)
+    if not footer:
+        return
     loaded = out["loaded"]
     print(
         f"\n{out.get('backend', 'sqlite')}: {loaded['conversations']} conversation(s), "
@@ -596,6 +630,12 @@ def main(argv: list[str] | None = None) -> int:
         help="classify every evidence turn rheo's context misses (never a candidate, ranked "
         "out, displaced by a share, crowded out by duplicates) and print the table",
     )
+    parser.add_argument(
+        "--held-out",
+        default=None,
+        help="conversations (1-based, as --conversations) also reported on their own, from "
+        "the same run: e.g. 6-10",
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     url = database_url(args.database_url)
@@ -626,6 +666,16 @@ def main(argv: list[str] | None = None) -> int:
             print("locomo: --conversations takes 1-5, 6-10 or 1,3,7", file=sys.stderr)
             return 2
         samples = [samples[i - 1] for i in chosen]
+    else:
+        chosen = list(range(1, len(samples) + 1))
+    held_out: frozenset[int] = frozenset()
+    if args.held_out:
+        try:
+            apart = set(pick(args.held_out, max(chosen, default=0)))
+        except ValueError:
+            print("locomo: --held-out takes 6-10 or 1,3,7", file=sys.stderr)
+            return 2
+        held_out = frozenset(pos for pos, n in enumerate(chosen) if n in apart)
     try:
         out = evaluate(
             samples,
@@ -636,6 +686,7 @@ def main(argv: list[str] | None = None) -> int:
             database_url=url,
             leakproof_match=args.pg_leakproof_match,
             explain_misses=args.explain_misses,
+            held_out=held_out,
         )
     except StoreError as exc:
         print(f"locomo: {exc}", file=sys.stderr)
@@ -648,6 +699,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=2))
     else:
         print_tables(out, budgets)
+        if "held_out_results" in out:
+            print(f"\n=== conversations {args.held_out} alone (the same run) ===")
+            print_tables({**out, "results": out["held_out_results"]}, budgets, footer=False)
     return 0
 
 

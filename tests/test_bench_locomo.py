@@ -208,3 +208,25 @@ def test_explain_misses_prints_the_table(tmp_path, capsys):
     assert locomo.main(["--data", str(path), "--budgets", "600", "--explain-misses", "--json"]) == 0
     rheo = json.loads(capsys.readouterr().out)["results"]["rheo"]["600"]
     assert rheo["evidence_turns"] == 2 and rheo["misses"] == dict.fromkeys(locomo.MISS_KINDS, 0)
+
+
+def test_held_out_conversations_are_also_reported_alone(tmp_path, capsys):
+    one = json.loads(synthetic(tmp_path).read_text())[0]
+    two = json.loads(json.dumps(one))
+    two["sample_id"] = "tiny-2"
+    two["qa"] = two["qa"][1:]  # one scored question: "What did Pixel learn?"
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([one, two]))
+    args = ["--data", str(path), "--budgets", "600", "--explain-misses"]
+    assert locomo.main([*args, "--held-out", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["results"]["rheo"]["600"]["questions"] == 3
+    apart = out["held_out_results"]["rheo"]["600"]
+    assert apart["questions"] == 1 and apart["evidence_turns"] == 1
+    assert set(apart["by_category"]) == {"4"}
+    assert locomo.main([*args, "--held-out", "2"]) == 0
+    assert "=== conversations 2 alone (the same run) ===" in capsys.readouterr().out
+    assert locomo.main([*args, "--held-out", "3"]) == 2  # no third conversation
+    assert "--held-out takes" in capsys.readouterr().err
+    assert locomo.main([*args, "--json"]) == 0
+    assert "held_out_results" not in json.loads(capsys.readouterr().out)
