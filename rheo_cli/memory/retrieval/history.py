@@ -30,7 +30,6 @@ from ..store.timeutil import display, from_stored, to_stored
 from ..text.render import clip, entry, snippet
 from ..text.tokens import estimate
 from . import supersede
-from .excerpt import excerpt
 from .lines import Line
 from .query import Query, analyse
 from .relevance import Scorer
@@ -66,16 +65,6 @@ LINE_SHARE = 0.04
 """A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
 the sentences that match the message."""
 LINE_MIN = 30
-EXCERPT_MIN = 0
-"""A long turn's line shows the sentences holding the message's words, and the sentences
-next to them while it is shorter than this many tokens (`excerpt`); 0: `snippet` within the
-line's cap."""
-EXCERPT_MAX = 0
-"""More matching sentences join a line's excerpt only while it stays within this many tokens
-(0: the line's cap)."""
-NEIGHBOUR_MIN = 24
-"""Tokens a neighbour's line shows at most when `EXCERPT_MIN` is set: the sentences next to
-its hit."""
 REPEAT_WEIGHT = 0.0
 """How much a turn's score loses for matching only words better-ranked turns already matched:
 times the weighted share of its words, each word's weight shrinking as 1 - 1/(k+1) for the
@@ -405,7 +394,7 @@ def collect(
     for hit in ranked:
         mark = f" ({hit.status})" if hit.status in ("interrupted", "error") else ""
         prefix = f"[{display(hit.ts, tz)} #{hit.turn_id}] {hit.role}{mark}: "
-        body = _body(hit, per_line, scorer)
+        body = snippet(hit.content, per_line, scorer.counter(hit.content))
         update = updates.get(hit.turn_id)
         if update is not None:
             body += "\n" + _changed(update, tz)
@@ -422,26 +411,6 @@ def collect(
         )
     lines.extend(_digest_lines(digest_hits, conn, profile, q, tz, budget, skip_digests))
     return lines
-
-
-def _body(hit: _Hit, per_line: int, scorer: Scorer) -> str:
-    """What a history line shows of its turn: at most ``per_line`` tokens; with `EXCERPT_MIN`
-    set, the whole sentences around the matched words (a neighbour: the sentences next to
-    its hit), else the sentences with the most matches (`render.snippet`)."""
-    counter = scorer.counter(hit.content)
-    if not EXCERPT_MIN:
-        return snippet(hit.content, per_line, counter)
-    if hit.neighbour_of is not None:
-        return excerpt(
-            hit.content,
-            per_line,
-            lambda start, end: 0,
-            min_tokens=NEIGHBOUR_MIN,
-            from_end=hit.turn_id < hit.neighbour_of,
-        )
-    return excerpt(
-        hit.content, per_line, counter, min_tokens=EXCERPT_MIN, soft_max=EXCERPT_MAX or None
-    )
 
 
 def _changed(update: supersede.Update, tz: tzinfo | None) -> str:
