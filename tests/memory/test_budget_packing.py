@@ -1,5 +1,5 @@
 """Packing the budget: one line per piece of evidence, shares that follow the question, lines
-that may not take a guaranteed share, and turns that repeat better turns' words ranked down."""
+that may not take a guaranteed share, whose turns a question asks about."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from datetime import UTC, datetime
 import pytest
 
 from rheo_cli.memory.context import budget as budgeting
-from rheo_cli.memory.retrieval import history
 from rheo_cli.memory.retrieval.lines import CURRENT_MEMORY, RELEVANT_HISTORY, Line
 from rheo_cli.memory.retrieval.query import analyse
-from rheo_cli.memory.retrieval.relevance import Scorer
 
 NOW = datetime(2026, 11, 29, 21, 0, tzinfo=UTC)
 
@@ -82,29 +80,3 @@ def test_shares_follow_the_question(message, shares):
 )
 def test_whose_turns_a_question_asks_about(message, speaker):
     assert analyse(message, NOW).speaker == speaker
-
-
-def test_turns_repeating_better_turns_words_rank_below_new_words(monkeypatch):
-    q = analyse("Which instruments and sports does Melanie play?", NOW)
-    scorer = Scorer.for_idf(q, dict.fromkeys(q.terms, 1.0))
-    texts = {
-        1: "Melanie: I play instruments, the clarinet mostly.",
-        2: "Melanie: instruments are my thing, the violin too.",
-        3: "Melanie: I love sports, tennis every weekend.",
-    }
-    hits = {}
-    for tid, text in texts.items():
-        hit = history._Hit(tid, 1, "user", text, "2026-01-01T00:00:00", None)
-        history._score(hit, q, scorer)
-        hits[tid] = hit
-    before = {tid: h.score for tid, h in hits.items()}
-    assert before[2] >= before[3]  # the same words again score as much as new ones
-    monkeypatch.setattr(history, "REPEAT_WEIGHT", 0.8)
-    history._discount_repeats(hits, scorer)
-    assert hits[3].score > hits[2].score  # a new word of the question now ranks first
-    assert hits[1].score == before[1]  # the best turn loses nothing
-    monkeypatch.setattr(history, "REPEAT_WEIGHT", 0.0)
-    for hit in hits.values():
-        hit.score = before[hit.turn_id]
-    history._discount_repeats(hits, scorer)
-    assert {tid: h.score for tid, h in hits.items()} == before

@@ -65,11 +65,6 @@ LINE_SHARE = 0.04
 """A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
 the sentences that match the message."""
 LINE_MIN = 30
-REPEAT_WEIGHT = 0.0
-"""How much a turn's score loses for matching only words better-ranked turns already matched:
-times the weighted share of its words, each word's weight shrinking as 1 - 1/(k+1) for the
-k-th turn before it that matched it (0: off). Turns that bring a word of the message no
-better turn has rise above ones that repeat the same word."""
 DIGEST_HITS = 10
 """Matching session digests read as candidates."""
 DIGEST_SHARE = 0.2
@@ -92,7 +87,6 @@ class _Hit:
     neighbour_of: int | None = None
     score: float = 0.0
     why: list[str] = field(default_factory=list)
-    matched: list[str] = field(default_factory=list)
 
 
 def _quote(term: str) -> str:
@@ -300,7 +294,6 @@ def _neighbours(conn: sqlite3.Connection, profile: str, hits: dict[int, _Hit]) -
 
 def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
     value, matched, phrases = scorer.score(hit.content, hit.bm25)
-    hit.matched = matched
     in_time = False
     if q.times:
         moment = from_stored(hit.ts)
@@ -324,22 +317,6 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
     if own:
         why.append(f"said by the {'person' if q.speaker == 'user' else 'assistant'}, as asked")
     hit.why = why or ["bm25"]
-
-
-def _discount_repeats(hits: dict[int, _Hit], scorer: Scorer) -> None:
-    """Lower each hit's score by `REPEAT_WEIGHT` × the weighted share of its matched words
-    that better-scored hits already matched (see `REPEAT_WEIGHT`), best first."""
-    total = sum(scorer.weights.values())
-    if not REPEAT_WEIGHT or not total:
-        return
-    seen: dict[str, int] = {}
-    for hit in sorted(hits.values(), key=lambda h: (-h.score, h.turn_id)):
-        repeated = sum(
-            scorer.weights.get(t, 0.0) * (1 - 1 / (1 + seen.get(t, 0))) for t in hit.matched
-        )
-        hit.score -= REPEAT_WEIGHT * repeated / total
-        for t in hit.matched:
-            seen[t] = seen.get(t, 0) + 1
 
 
 def collect(
@@ -374,7 +351,6 @@ def collect(
     )
     for hit in hits.values():
         _score(hit, q, scorer)
-    _discount_repeats(hits, scorer)
     if DIGEST_SESSION_WEIGHT:
         weights = {d.session_id: w for d, w in digest_hits}
         for hit in hits.values():
