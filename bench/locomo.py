@@ -1,6 +1,7 @@
 """LoCoMo evidence recall of rheo's injected context, against two baselines, per token budget.
 
     python bench/locomo.py [--data PATH] [--budgets 500,1000,2000,4000] [--limit N] [--json]
+                           [--conversations 1-5] [--held-out 6-10] [--explain-misses]
 
 For each conversation of the data set (default ``../shared/bench/locomo10.json``; LoCoMo,
 Maharana et al., ACL 2024, CC BY-NC 4.0 — read from there, never copied into this repository):
@@ -17,6 +18,10 @@ Maharana et al., ACL 2024, CC BY-NC 4.0 — read from there, never copied into t
 
 Baselines, same budgets and line format: ``recent`` (the conversation's last turns only) and
 ``bm25`` (plain FTS5 bm25 top-k over turns, best first until the budget is full).
+
+``--explain-misses`` also classifies every evidence turn rheo's context misses, at each budget
+(`classify_misses`): never a candidate, a candidate ranked out, displaced by a section's
+share, or crowded out by lines that repeat what other kept lines already stand for.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from backends import Stores, add_arguments, database_url  # noqa: E402  (bench/backends.py)
 
 from rheo_cli.memory.context import assemble as context
+from rheo_cli.memory.context.budget import section_overhead
 from rheo_cli.memory.context.sources import turn_prefix
 from rheo_cli.memory.facts.remember import Fact, remember
 from rheo_cli.memory.ledger import digests
@@ -50,7 +56,11 @@ from rheo_cli.memory.store.timeutil import to_stored
 from rheo_cli.memory.text.render import entry
 from rheo_cli.memory.text.tokens import estimate
 
-DEFAULT_DATA = ROOT.parent / "shared" / "bench" / "locomo10.json"
+_DATA_PLACES = (
+    ROOT.parent / "shared" / "bench" / "locomo10.json",  # beside the checkout
+    Path("/work/shared/bench/locomo10.json"),  # beside a worktree of it
+)
+DEFAULT_DATA = next((p for p in _DATA_PLACES if p.exists()), _DATA_PLACES[0])
 BUDGETS = (500, 1000, 2000, 4000)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 TURN_STEP_S = 30
@@ -229,13 +239,17 @@ def bm25_baseline(store: Store, question: str, budget: int) -> tuple[set[int], s
     return ids, ids, used
 
 
-def rheo_method(
+def rheo_context(
     store: Store, question: str, budget: int, settings: Settings, now: datetime
-) -> tuple[set[int], set[int], int]:
-    """rheo's assembled context: every turn it stands for, and the strict subset."""
-    ctx = context.assemble(
+) -> context.Context:
+    """rheo's assembled context for ``question`` (its candidates included)."""
+    return context.assemble(
         store.conn, profile=PROFILE, message=question, now=now, settings=settings, budget=budget
     )
+
+
+def context_ids(ctx: context.Context) -> tuple[set[int], set[int], int]:
+    """Every turn a context stands for, the strict subset (no digests), and its tokens."""
     strict = {
         tid
         for s in ctx.sections
@@ -244,6 +258,97 @@ def rheo_method(
         for tid in ln.turn_ids
     }
     return ctx.source_turn_ids(), strict, ctx.context_tokens
+
+
+def rheo_method(
+    store: Store, question: str, budget: int, settings: Settings, now: datetime
+) -> tuple[set[int], set[int], int]:
+    """rheo's assembled context: every turn it stands for, and the strict subset."""
+    return context_ids(rheo_context(store, question, budget, settings, now))
+
+
+MISS_KINDS = ("never", "ranked", "share", "duplicate")
+"""How an evidence turn missing from the context was lost (see `classify_misses`)."""
+MISS_NAMES = {
+    "never": "never a candidate",
+    "ranked": "candidate ranked out",
+    "share": "displaced by a share",
+    "duplicate": "crowded out by duplicates",
+}
+
+
+def redundant_tokens(ctx: context.Context) -> int:
+    """Tokens of kept lines that add no turn: every turn such a line stands for is also
+    stood for by another kept line (an item and its own source turn, a digest whose turns are
+    all shown...). Lines are considered lowest rank first, and one found redundant no longer
+    covers the others, so of two lines standing for the same turns one counts."""
+    kept = sorted(
+        (ln for s in ctx.sections for ln in s.lines if ln.turn_ids), key=lambda ln: ln.rank
+    )
+    alive = list(kept)
+    total = 0
+    for line in kept:
+        others: set[int] = set()
+        for other in alive:
+            if other is not line:
+                others.update(other.turn_ids)
+        if set(line.turn_ids) <= others:
+            alive.remove(line)
+            total += line.tokens
+    return total
+
+
+def classify_misses(ctx: context.Context, missing: set[int]) -> dict[int, str]:
+    """Why each of ``missing`` (evidence turn ids absent from ``ctx``) is absent, one of
+    `MISS_KINDS`, decided in this order:
+
+    - ``never``: no candidate line of any section stands for the turn;
+    - ``share``: its best candidate line ranks above lines of other sections that were kept
+      only because their section's guaranteed share took them in the first pass
+      (`budget.allocate`), and would have fit in their tokens plus the budget left;
+    - ``duplicate``: its best line would have fit in the budget left plus the tokens of kept
+      lines that add no turn (`redundant_tokens`);
+    - ``ranked``: otherwise — a candidate that ranked below what the budget could hold.
+    """
+    if not missing:
+        return {}
+    best: dict[int, tuple[str, Any]] = {}
+    for name, lines in ctx.candidates.items():
+        for line in lines:
+            for tid in line.turn_ids:
+                if tid in missing and (tid not in best or line.rank > best[tid][1].rank):
+                    best[tid] = (name, line)
+    kept_ids = {id(ln) for s in ctx.sections for ln in s.lines}
+    by_share = [
+        (name, line)
+        for name, lines in ctx.by_share.items()
+        for line in lines
+        if id(line) in kept_ids
+    ]
+    # The budget left as the allocator counts it (line estimates plus section overheads; the
+    # rendered text can estimate a few tokens less).
+    charged = sum(
+        section_overhead(s.name, s.preamble) + sum(ln.tokens for ln in s.lines)
+        for s in ctx.sections
+    )
+    left = max(0, ctx.budget - charged)
+    spare = left + redundant_tokens(ctx)
+    out: dict[int, str] = {}
+    for tid in missing:
+        if tid not in best:
+            out[tid] = "never"
+            continue
+        name, line = best[tid]
+        below = sum(
+            kept.tokens for other, kept in by_share if other != name and kept.rank < line.rank
+        )
+        if below and line.tokens <= left + below:
+            out[tid] = "share"
+        elif line.tokens <= spare:
+            out[tid] = "duplicate"
+        else:
+            out[tid] = "ranked"
+    return out
 
 
 @dataclass
@@ -255,9 +360,22 @@ class Tally:
     by_category: dict[int, list[float]] = field(default_factory=dict)
     tokens: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
+    evidence: int = 0
+    misses: dict[str, int] = field(default_factory=dict)
+    section_tokens: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         q = sorted(self.ms)
+        extra: dict[str, Any] = {}
+        if self.misses or self.section_tokens:
+            n = len(self.recall) or 1
+            extra = {
+                "evidence_turns": self.evidence,
+                "misses": {k: self.misses.get(k, 0) for k in MISS_KINDS},
+                "mean_section_tokens": {
+                    k: round(v / n, 1) for k, v in sorted(self.section_tokens.items())
+                },
+            }
         return {
             "recall": _mean(self.recall),
             "strict_recall": _mean(self.strict),
@@ -266,6 +384,7 @@ class Tally:
             "p50_ms": round(_pct(q, 50), 3),
             "p95_ms": round(_pct(q, 95), 3),
             "questions": len(self.recall),
+            **extra,
         }
 
 
@@ -289,25 +408,49 @@ def evaluate(
     backend: str = "sqlite",
     database_url: str | None = None,
     leakproof_match: bool = False,
+    explain_misses: bool = False,
+    held_out: frozenset[int] = frozenset(),
 ) -> dict[str, Any]:
     """Run every method at every budget, each conversation in a fresh store on ``backend``
     (``sqlite``: a file in a temporary folder; ``postgres``: a schema on the server at
-    ``database_url``, dropped at the end); return the JSON-able results."""
-    tallies = {(m, b): Tally() for m in ("rheo", "recent", "bm25") for b in budgets}
+    ``database_url``, dropped at the end); return the JSON-able results. With
+    ``explain_misses`` rheo's results also hold ``evidence_turns``, ``misses`` (kind -> count
+    of missed evidence turns, `classify_misses`) and ``mean_section_tokens``. ``held_out``
+    (0-based positions in ``samples``) are also tallied apart, under ``held_out_results``
+    (the same shape as ``results``), in the same run."""
+    methods = ("rheo", "recent", "bm25")
+    tallies = {(m, b): Tally() for m in methods for b in budgets}
+    apart = {(m, b): Tally() for m in methods for b in budgets}
     loaded: dict[str, Any] = {"conversations": 0, "turns": 0, "write_s": 0.0, "skipped": 0}
     with tempfile.TemporaryDirectory(prefix="rheo-locomo-") as tmp:
         stores = Stores(
             backend, folder=Path(tmp), url=database_url, leakproof_match=leakproof_match
         )
         try:
-            _evaluate_in(samples, budgets, settings, stores, tallies, loaded, turns_only)
+            for index, sample in enumerate(samples):
+                _evaluate_in(
+                    [sample],
+                    budgets,
+                    settings,
+                    stores,
+                    [tallies, apart] if index in held_out else [tallies],
+                    loaded,
+                    turns_only,
+                    explain_misses,
+                )
         finally:
             stores.close()
-    results: dict[str, Any] = {m: {} for m in ("rheo", "recent", "bm25")}
+    results: dict[str, Any] = {m: {} for m in methods}
     for (method, budget), tally in tallies.items():
         results[method][str(budget)] = tally.to_json()
+    extra: dict[str, Any] = {}
+    if held_out:
+        extra["held_out_results"] = {m: {} for m in methods}
+        for (method, budget), tally in apart.items():
+            extra["held_out_results"][method][str(budget)] = tally.to_json()
     return {
         "results": results,
+        **extra,
         "skipped_questions": loaded.pop("skipped"),
         "loaded": {**loaded, "write_s": round(loaded["write_s"], 2)},
         "backend": backend,
@@ -319,9 +462,10 @@ def _evaluate_in(
     budgets: tuple[int, ...],
     settings: Settings,
     stores: Stores,
-    tallies: dict[tuple[str, int], Tally],
+    every: list[dict[tuple[str, int], Tally]],
     loaded: dict[str, Any],
     turns_only: bool,
+    explain_misses: bool = False,
 ) -> None:
     for sample in samples:
         store = build_store(sample, stores, settings, turns_only=turns_only)
@@ -345,25 +489,47 @@ def _evaluate_in(
             for budget in budgets:
                 for method in ("rheo", "recent", "bm25"):
                     started = time.perf_counter()
+                    ctx = None
                     if method == "rheo":
-                        ids, strict, used = rheo_method(store, question, budget, settings, now)
+                        ctx = rheo_context(store, question, budget, settings, now)
+                        ids, strict, used = context_ids(ctx)
                     elif method == "recent":
                         ids, strict, used = recent_baseline(store, question, budget)
                     else:
                         ids, strict, used = bm25_baseline(store, question, budget)
                     elapsed = (time.perf_counter() - started) * 1000
-                    tally = tallies[(method, budget)]
-                    share = len(wanted & ids) / len(wanted)
-                    tally.recall.append(share)
-                    tally.strict.append(len(wanted & strict) / len(wanted))
-                    tally.by_category.setdefault(category, []).append(share)
-                    tally.tokens.append(used)
-                    tally.ms.append(elapsed)
+                    kinds = (
+                        list(classify_misses(ctx, wanted - ids).values())
+                        if explain_misses and ctx is not None
+                        else []
+                    )
+                    for tallies in every:
+                        tally = tallies[(method, budget)]
+                        share = len(wanted & ids) / len(wanted)
+                        tally.recall.append(share)
+                        tally.strict.append(len(wanted & strict) / len(wanted))
+                        tally.by_category.setdefault(category, []).append(share)
+                        tally.tokens.append(used)
+                        tally.ms.append(elapsed)
+                        if explain_misses and ctx is not None:
+                            _explain(tally, ctx, len(wanted), kinds)
         store.conn.close()
 
 
-def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
-    """One table per budget: recall overall and per category, tokens, latency."""
+def _explain(tally: Tally, ctx: context.Context, evidence: int, kinds: list[str]) -> None:
+    """Add one question's missed-evidence kinds and section tokens to ``tally``."""
+    tally.evidence += evidence
+    for kind in kinds:
+        tally.misses[kind] = tally.misses.get(kind, 0) + 1
+    for section in ctx.sections:
+        tally.section_tokens[section.name] = (
+            tally.section_tokens.get(section.name, 0) + section.tokens + 1
+        )
+
+
+def print_tables(out: dict[str, Any], budgets: tuple[int, ...], *, footer: bool = True) -> None:
+    """One table per budget: recall overall and per category, tokens, latency (then, with
+    ``footer``, what was loaded)."""
     cats = sorted(
         {int(c) for m in out["results"].values() for r in m.values() for c in r["by_category"]}
     )
@@ -384,12 +550,42 @@ def print_tables(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
                 + f" {r['mean_tokens']:>7.0f} {r['p50_ms']:>7.2f} {r['p95_ms']:>7.2f}"
                 f" {r['questions']:>5}"
             )
+    rheo = out["results"]["rheo"]
+    if any("misses" in rheo[str(b)] for b in budgets):
+        print_misses(out, budgets)
+    if not footer:
+        return
     loaded = out["loaded"]
     print(
         f"\n{out.get('backend', 'sqlite')}: {loaded['conversations']} conversation(s), "
         f"{loaded['turns']} turns written in "
         f"{loaded['write_s']} s; {out['skipped_questions']} question(s) without usable evidence"
     )
+
+
+def print_misses(out: dict[str, Any], budgets: tuple[int, ...]) -> None:
+    """The table of rheo's missed evidence turns per budget and kind, and where the budget
+    went (mean tokens per section)."""
+    print("\nrheo's missed evidence turns (share of all evidence turns)")
+    head = f"{'budget':>6} {'evidence':>8} {'missed':>13} " + " ".join(
+        f"{MISS_NAMES[k]:>26}" for k in MISS_KINDS
+    )
+    print(head)
+    print("-" * len(head))
+    for budget in budgets:
+        r = out["results"]["rheo"][str(budget)]
+        n = r["evidence_turns"] or 1
+        missed = sum(r["misses"].values())
+        cells = " ".join(f"{r['misses'][k]:>17} ({r['misses'][k] / n:>5.1%})" for k in MISS_KINDS)
+        print(f"{budget:>6} {r['evidence_turns']:>8} {missed:>5} ({missed / n:>5.1%}) {cells}")
+    print("\nmean tokens per section")
+    names = sorted(
+        {k for b in budgets for k in out["results"]["rheo"][str(b)]["mean_section_tokens"]}
+    )
+    print(f"{'budget':>6} " + " ".join(f"{k:>17}" for k in names))
+    for budget in budgets:
+        tokens = out["results"]["rheo"][str(budget)]["mean_section_tokens"]
+        print(f"{budget:>6} " + " ".join(f"{tokens.get(k, 0):>17.0f}" for k in names))
 
 
 def pick(spec: str, count: int) -> list[int]:
@@ -428,6 +624,18 @@ def main(argv: list[str] | None = None) -> int:
         help="ignore the file's observation and session_summary (no memory items, no digests)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--explain-misses",
+        action="store_true",
+        help="classify every evidence turn rheo's context misses (never a candidate, ranked "
+        "out, displaced by a share, crowded out by duplicates) and print the table",
+    )
+    parser.add_argument(
+        "--held-out",
+        default=None,
+        help="conversations (1-based, as --conversations) also reported on their own, from "
+        "the same run: e.g. 6-10",
+    )
     add_arguments(parser)
     args = parser.parse_args(argv)
     url = database_url(args.database_url)
@@ -458,6 +666,16 @@ def main(argv: list[str] | None = None) -> int:
             print("locomo: --conversations takes 1-5, 6-10 or 1,3,7", file=sys.stderr)
             return 2
         samples = [samples[i - 1] for i in chosen]
+    else:
+        chosen = list(range(1, len(samples) + 1))
+    held_out: frozenset[int] = frozenset()
+    if args.held_out:
+        try:
+            apart = set(pick(args.held_out, max(chosen, default=0)))
+        except ValueError:
+            print("locomo: --held-out takes 6-10 or 1,3,7", file=sys.stderr)
+            return 2
+        held_out = frozenset(pos for pos, n in enumerate(chosen) if n in apart)
     try:
         out = evaluate(
             samples,
@@ -467,6 +685,8 @@ def main(argv: list[str] | None = None) -> int:
             backend=args.backend,
             database_url=url,
             leakproof_match=args.pg_leakproof_match,
+            explain_misses=args.explain_misses,
+            held_out=held_out,
         )
     except StoreError as exc:
         print(f"locomo: {exc}", file=sys.stderr)
@@ -479,6 +699,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=2))
     else:
         print_tables(out, budgets)
+        if "held_out_results" in out:
+            print(f"\n=== conversations {args.held_out} alone (the same run) ===")
+            print_tables({**out, "results": out["held_out_results"]}, budgets, footer=False)
     return 0
 
 

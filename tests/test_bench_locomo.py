@@ -160,3 +160,73 @@ def test_knowledge_updates_never_leave_the_old_value_alone():
         assert out[budget]["stale_only_rate"] == 0.0, out[budget]
         assert out[budget]["history_stale_only_rate"] == 0.0, out[budget]
         assert out[budget]["current_value_recall"] == 1.0, out[budget]
+
+
+def _ctx(budget, kept, candidates, by_share):
+    """A hand-made Context: ``kept`` and ``candidates`` map section -> lines."""
+    from rheo_cli.memory.context.assemble import PREAMBLES, Context, Section
+
+    sections = [Section(name, lines, PREAMBLES.get(name, "")) for name, lines in kept.items()]
+    return Context(sections, "q", budget, None, candidates=candidates, by_share=by_share)
+
+
+def test_missed_evidence_is_classified():
+    from rheo_cli.memory.context.budget import section_overhead
+    from rheo_cli.memory.retrieval.lines import CURRENT_MEMORY, RELEVANT_HISTORY, Line
+
+    fact = Line("- (fact) unrelated fact " + "x" * 200, "item:1", 0.7, turn_ids=(90,))
+    hit = Line("[2026-01-01 09:00 #5] user: the hit", "turn:5", 2.0, turn_ids=(5,))
+    again = Line("- (fact) the hit again, told at length " + "v" * 80, "item:2", 1.9, turn_ids=(5,))
+    displaced = Line("[2026-01-01 09:01 #6] user: " + "y" * 120, "turn:6", 1.5, turn_ids=(6,))
+    fits_in_duplicate = Line("[2026-01-01 09:02 #7] user: z", "turn:7", 0.5, turn_ids=(7,))
+    too_long = Line("[2026-01-01 09:03 #8] user: " + "w" * 4000, "turn:8", 0.4, turn_ids=(8,))
+    kept = {CURRENT_MEMORY: [fact, again], RELEVANT_HISTORY: [hit]}
+    candidates = {
+        CURRENT_MEMORY: [fact, again],
+        RELEVANT_HISTORY: [hit, displaced, fits_in_duplicate, too_long],
+    }
+    full = _ctx(0, kept, candidates, {})
+    budget = sum(section_overhead(s.name, s.preamble) for s in full.sections) + sum(
+        ln.tokens for ln in (fact, again, hit)
+    )  # nothing left: every miss is explained by what took the budget
+    ctx = _ctx(budget, kept, candidates, {CURRENT_MEMORY: [fact], RELEVANT_HISTORY: [hit]})
+    assert locomo.redundant_tokens(ctx) == again.tokens  # it adds no turn beyond the hit
+    assert locomo.classify_misses(ctx, {6, 7, 8, 99}) == {
+        6: "share",  # ranks above the fact CURRENT MEMORY's share kept, fits in its tokens
+        7: "duplicate",  # ranks below everything kept, fits where the repeated fact is
+        8: "ranked",  # fits nowhere
+        99: "never",  # no candidate stands for it
+    }
+
+
+def test_explain_misses_prints_the_table(tmp_path, capsys):
+    path = synthetic(tmp_path)
+    assert locomo.main(["--data", str(path), "--budgets", "40,600", "--explain-misses"]) == 0
+    out = capsys.readouterr().out
+    assert "rheo's missed evidence turns" in out and "never a candidate" in out
+    assert "mean tokens per section" in out
+    assert locomo.main(["--data", str(path), "--budgets", "600", "--explain-misses", "--json"]) == 0
+    rheo = json.loads(capsys.readouterr().out)["results"]["rheo"]["600"]
+    assert rheo["evidence_turns"] == 2 and rheo["misses"] == dict.fromkeys(locomo.MISS_KINDS, 0)
+
+
+def test_held_out_conversations_are_also_reported_alone(tmp_path, capsys):
+    one = json.loads(synthetic(tmp_path).read_text())[0]
+    two = json.loads(json.dumps(one))
+    two["sample_id"] = "tiny-2"
+    two["qa"] = two["qa"][1:]  # one scored question: "What did Pixel learn?"
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([one, two]))
+    args = ["--data", str(path), "--budgets", "600", "--explain-misses"]
+    assert locomo.main([*args, "--held-out", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["results"]["rheo"]["600"]["questions"] == 3
+    apart = out["held_out_results"]["rheo"]["600"]
+    assert apart["questions"] == 1 and apart["evidence_turns"] == 1
+    assert set(apart["by_category"]) == {"4"}
+    assert locomo.main([*args, "--held-out", "2"]) == 0
+    assert "=== conversations 2 alone (the same run) ===" in capsys.readouterr().out
+    assert locomo.main([*args, "--held-out", "3"]) == 2  # no third conversation
+    assert "--held-out takes" in capsys.readouterr().err
+    assert locomo.main([*args, "--json"]) == 0
+    assert "held_out_results" not in json.loads(capsys.readouterr().out)

@@ -10,6 +10,7 @@ import pytest
 from rheo_cli.memory.context import assemble as context
 from rheo_cli.memory.ledger import digests
 from rheo_cli.memory.ledger import turns as ledger
+from rheo_cli.memory.retrieval import history
 from rheo_cli.memory.retrieval.query import analyse
 from rheo_cli.memory.retrieval.timeexpr import resolve
 from rheo_cli.memory.store.settings import Settings
@@ -242,3 +243,28 @@ def test_a_weekday_question_brings_that_days_turns(conn):
     texts = [ln.text for ln in history_lines(ctx)]
     assert any("bouldering" in t for t in texts)
     assert not any("quiet day" in t for t in texts)
+
+
+def test_a_question_about_the_person_ranks_their_own_turns_higher(conn):
+    t0 = datetime(2026, 6, 10, 9, 0, tzinfo=UTC)
+    mine = say(conn, "I liked the pottery classes on Thursday evenings", t0)
+    other = say(
+        conn,
+        "Pottery classes on Thursday evenings are popular",
+        t0 + timedelta(days=20),
+        role="assistant",
+        new_session=True,
+    )
+    say(conn, "the car needs new tyres", t0 + timedelta(days=40), new_session=True)
+    lines = {}
+    for message in ("when did I take pottery classes?", "when were pottery classes taken?"):
+        ctx = context.assemble(conn, profile="default", now=SUNDAY, settings=S, message=message)
+        lines[message] = {ln.source: ln for ln in history_lines(ctx)}
+    asked, neutral = lines.values()
+    gap_asked = asked[f"turn:{mine.id}"].rank - asked[f"turn:{other.id}"].rank
+    gap_neutral = neutral[f"turn:{mine.id}"].rank - neutral[f"turn:{other.id}"].rank
+    assert gap_asked - gap_neutral == pytest.approx(history.SPEAKER_WEIGHT, abs=0.05)
+    assert gap_asked > 0
+    assert "said by the person, as asked" in asked[f"turn:{mine.id}"].why
+    assert "said by the person" not in neutral[f"turn:{mine.id}"].why
+    assert "said by" not in asked[f"turn:{other.id}"].why

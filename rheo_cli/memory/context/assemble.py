@@ -32,6 +32,7 @@ from ..retrieval.lines import (
     STABLE,
     Line,
 )
+from ..retrieval.query import analyse
 from ..store.api import Connection
 from ..store.errors import DatabaseError
 from ..store.settings import Settings
@@ -75,6 +76,10 @@ class Context:
     message belongs to (None when it would open a new one). ``notes`` are one-line remarks for
     the person (e.g. the message alone exceeds the budget). ``requests`` says what rheo did
     for the message's explicit memory requests ("stored memory #12", "forgot #3 (…)").
+    ``candidates`` (section name -> every candidate line, kept or not) and ``by_share``
+    (section name -> the lines kept within the section's guaranteed share, before the rest
+    went by rank) say why a line is absent: never found, ranked out, or displaced by a share
+    (`bench/locomo.py --explain-misses`).
     """
 
     sections: list[Section]
@@ -83,6 +88,8 @@ class Context:
     session_id: int | None
     notes: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    candidates: dict[str, list[Line]] = field(default_factory=dict, repr=False)
+    by_share: dict[str, list[Line]] = field(default_factory=dict, repr=False)
 
     def section(self, name: str) -> Section | None:
         """The section called ``name``, if present."""
@@ -177,6 +184,7 @@ def assemble(
             raise
         unreadable[CURRENT_SESSION] = " ".join(str(exc).split())[:160]
     tz: tzinfo | None = now.tzinfo
+    query = analyse(message, now)
     candidates = sources.collect(
         conn,
         profile=profile,
@@ -189,8 +197,16 @@ def assemble(
         budget=limit,
         assistant=assistant,
         unreadable=unreadable,
+        query=query,
     )
-    kept = budgeting.allocate(candidates, limit, PREAMBLES)
+    first_pass: dict[str, list[Line]] = {}
+    kept = budgeting.allocate(
+        candidates,
+        limit,
+        PREAMBLES,
+        shares=budgeting.shares_for(query),
+        first_pass=first_pass,
+    )
     sections = [
         Section(
             name=name,
@@ -201,7 +217,14 @@ def assemble(
         for name in ORDER
         if kept.get(name)
     ]
-    ctx = Context(sections=sections, message=message, budget=limit, session_id=session_id)
+    ctx = Context(
+        sections=sections,
+        message=message,
+        budget=limit,
+        session_id=session_id,
+        candidates=candidates,
+        by_share=first_pass,
+    )
     _enforce(ctx)
     if unreadable:
         names = ", ".join(n.lower() for n in ORDER if n in unreadable)

@@ -27,6 +27,7 @@ from ..retrieval.lines import (
     RELEVANT_HISTORY,
     Line,
 )
+from ..retrieval.query import Query
 from ..text.tokens import estimate
 
 SHARES: dict[str, float] = {
@@ -39,6 +40,28 @@ SHARES: dict[str, float] = {
 }
 """First-pass share of the budget guaranteed to each section (fractions of the budget; the
 rest goes by rank). Chosen on LoCoMo's first five conversations (BENCHMARKS.md)."""
+
+DEDUP = True
+"""Of the lines that say what one turn says (`Line.same_as_turn`: the turn in RELEVANT
+HISTORY, a fact learnt from it), only the first kept takes budget."""
+
+DATED_SHARES: dict[str, float] = {**SHARES, RELEVANT_HISTORY: 0.45, CURRENT_SESSION: 0.2}
+"""Shares for a message that names a date or period ("what did we decide in March?"): the
+history of that time first."""
+FOLLOW_UP_SHARES: dict[str, float] = {**SHARES, RELEVANT_HISTORY: 0.15, CURRENT_SESSION: 0.45}
+"""Shares for a message that leans on the conversation ("and after that?", `Query.follow_up`):
+the current session first."""
+
+
+def shares_for(query: Query) -> dict[str, float]:
+    """The guaranteed shares for a message: `DATED_SHARES` when it names a date or period
+    (and is not a follow-up), `FOLLOW_UP_SHARES` for a follow-up, else `SHARES`."""
+    if query.follow_up:
+        return FOLLOW_UP_SHARES
+    if query.times:
+        return DATED_SHARES
+    return SHARES
+
 
 PRIORITY = (CURRENT_SESSION, OPEN_ITEMS, CURRENT_MEMORY, RELEVANT_HISTORY, KNOWLEDGE, EPISODIC)
 """Order in which sections fill their shares in the first pass."""
@@ -92,6 +115,7 @@ def allocate(
     limit: int,
     preambles: Mapping[str, str],
     shares: Mapping[str, float] | None = None,
+    first_pass: dict[str, list[Line]] | None = None,
 ) -> dict[str, list[Line]]:
     """Choose which candidate lines to keep within ``limit`` tokens.
 
@@ -99,6 +123,9 @@ def allocate(
     better). Returns the kept lines per section (every name of `ORDER`, possibly empty), in
     rank order. The total of kept lines plus section overheads never exceeds ``limit``.
     ``shares`` defaults to `SHARES`. Essential lines are reserved first (`reserve`).
+    ``first_pass``, when given, receives the lines each
+    section kept within its guaranteed share (the rest were kept by rank), for explaining
+    what displaced what.
     """
     shares = SHARES if shares is None else shares
     ranked = {name: sorted(candidates.get(name, []), key=lambda ln: -ln.rank) for name in ORDER}
@@ -107,19 +134,32 @@ def allocate(
     used = dict.fromkeys(ORDER, 0)
     next_index = dict.fromkeys(ORDER, 0)
     total = 0
+    said: set[int] = set()  # turns a kept `same_as_turn` line already says
+
+    def repeats(line: Line) -> bool:
+        return (
+            DEDUP and line.same_as_turn and bool(line.turn_ids) and said.issuperset(line.turn_ids)
+        )
+
+    def keep(name: str, line: Line, cost: int) -> None:
+        nonlocal total
+        kept[name].append(line)
+        used[name] += cost
+        total += cost
+        if line.same_as_turn:
+            said.update(line.turn_ids)
 
     def fill(name: str, cap: float) -> None:
-        nonlocal total
         lines = ranked[name]
         i = next_index[name]
         skipped: list[Line] = []
         while i < len(lines):
             line = lines[i]
             cost = line.tokens + (0 if kept[name] else overhead[name])
-            if used[name] + cost <= cap and total + cost <= limit:
-                kept[name].append(line)
-                used[name] += cost
-                total += cost
+            if not line.guaranteed or repeats(line):
+                skipped.append(line)
+            elif used[name] + cost <= cap and total + cost <= limit:
+                keep(name, line, cost)
             elif name in CONTIGUOUS:
                 break
             else:
@@ -134,6 +174,8 @@ def allocate(
         next_index[name] = len(kept[name])
     for name in PRIORITY:
         fill(name, shares.get(name, 0.0) * limit)
+    if first_pass is not None:
+        first_pass.update({name: list(lines) for name, lines in kept.items()})
     # Second pass: the best remaining line of any section, while anything fits.
     pool = sorted(
         ((line.rank, name, line) for name in ORDER for line in ranked[name][len(kept[name]) :]),
@@ -141,12 +183,11 @@ def allocate(
     )
     blocked: set[str] = set()
     for _, name, line in pool:
-        if name in blocked:
+        if name in blocked or repeats(line):
             continue
         cost = line.tokens + (0 if kept[name] else overhead[name])
         if total + cost <= limit:
-            kept[name].append(line)
-            total += cost
+            keep(name, line, cost)
         elif name in CONTIGUOUS:
             blocked.add(name)
     return kept

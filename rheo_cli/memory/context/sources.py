@@ -41,8 +41,24 @@ from .turnview import TurnView
 T = TypeVar("T")
 MATCH_THRESHOLD = 0.5
 """Relevance (see `relevance`) from which a fact counts as matching the message."""
+FACT_LINE_FLOOR = 10
+"""Tokens a fact's line costs at least (its flags and line break): at most budget / this many
+facts are rendered, the best ranked."""
+UNMATCHED_SHARE = False
+"""Whether facts that do not match the message may take CURRENT MEMORY's guaranteed share.
+False: only matching and pinned facts do (and every fact when the message has no search
+word); the others take what the budget has left once every more relevant line is in."""
 PREVIOUS_SHARE = 0.2
-"""Share of the budget the end of an undigested previous session may take (EPISODIC's)."""
+"""Share of the budget the end of an undigested previous session may take (EPISODIC's) for a
+message that leans on the conversation (`Query.follow_up`) or has no search word."""
+PREVIOUS_SHARE_TOPIC = 0.1
+"""The same for a message that names its subject: the last few turns."""
+EPISODIC_BY_MATCH = True
+"""Whether older digests rank by their match to a message with search words (see
+`episodic_lines`)."""
+DIGEST_MATCH_RANK = 0.9
+"""Rank of an older digest that matches the message, plus 0.8 × its weighted coverage of the
+message's words (RELEVANT HISTORY's digests rank 0.9 + 0.8 × their normalised bm25)."""
 PREVIOUS_RANK = 9.0
 """Rank of that block: below this session's turns, above everything else (it is how the
 conversation last stood)."""
@@ -61,6 +77,7 @@ def collect(
     budget: int,
     assistant: str | None = None,
     unreadable: dict[str, str] | None = None,
+    query: Query | None = None,
 ) -> dict[str, list[Line]]:
     """Candidate lines for every section, keyed by section name (see `context.ORDER`).
 
@@ -70,7 +87,8 @@ def collect(
 
     A section whose part of the store cannot be read (a damaged index, a missing table, a
     corrupt row) comes back empty, and ``unreadable`` (when given) gets section -> reason:
-    memory never stops the chat. Without ``unreadable`` such errors are raised."""
+    memory never stops the chat. Without ``unreadable`` such errors are raised. ``query`` is
+    the message's analysis when the caller has it (else it is made here)."""
 
     def guarded(section: str, read: Callable[[], T], empty: T) -> T:
         if unreadable is None:
@@ -97,15 +115,22 @@ def collect(
     )
     active = windows.current(active, now)  # a fact past its validity window is not current
     view = guarded(CURRENT_SESSION, lambda: TurnView.load(conn, profile, tz), TurnView.plain())
-    query = analyse(message, now)
+    query = query if query is not None else analyse(message, now)
+    # How the last session ended matters most to a message that leans on the conversation;
+    # one that names its subject gets a shorter end (its other turns can still match).
+    previous_share = PREVIOUS_SHARE if query.follow_up or query.empty else PREVIOUS_SHARE_TOPIC
     out = {
         OPEN_ITEMS: guarded(OPEN_ITEMS, lambda: open_item_lines(active, now, tz, budget), none),
         EPISODIC: guarded(
             EPISODIC,
-            lambda: previous_end_lines(conn, profile, session_id, tz, settings, budget, view),
+            lambda: previous_end_lines(
+                conn, profile, session_id, tz, settings, budget, view, share=previous_share
+            ),
             none,
         )
-        + guarded(EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget), none),
+        + guarded(
+            EPISODIC, lambda: episodic_lines(conn, profile, tz, settings, budget, query), none
+        ),
         CURRENT_MEMORY: guarded(
             CURRENT_MEMORY,
             lambda: memory_lines(
@@ -225,10 +250,12 @@ def previous_end_lines(
     settings: Settings,
     budget: int,
     view: TurnView | None = None,
+    *,
+    share: float = 0.2,
 ) -> list[Line]:
     """How the previous session ended, while it has no digest (just closed, the worker not run
     yet, or every model failing): its last turns (up to ``settings.session_turns``, each reply
-    after its question), newest kept first within `PREVIOUS_SHARE` of the budget, as one block
+    after its question), newest kept first within ``share`` of the budget, as one block
     headed "End of the previous session". Empty once the digest exists (it replaces them).
 
     ``session_id`` is the message's session (None: the message opens a new one, so the
@@ -244,7 +271,7 @@ def previous_end_lines(
     turns = view.turns(turns)
     if not turns:
         return []
-    cap = max(80, int(budget * PREVIOUS_SHARE))
+    cap = max(80, int(budget * share))
     per_turn = max(40, cap // 4)
     head = (
         f"End of the previous session ({display(previous.started_at, tz)} to "
@@ -304,27 +331,56 @@ def open_item_lines(
 
 
 def episodic_lines(
-    conn: Connection, profile: str, tz: tzinfo | None, settings: Settings, budget: int
+    conn: Connection,
+    profile: str,
+    tz: tzinfo | None,
+    settings: Settings,
+    budget: int,
+    query: Query | None = None,
 ) -> list[Line]:
     """The last digests (Rheo article §04: five), newest first, each dated with its session's
-    end."""
+    end.
+
+    For a message with search words (``query``) only the newest digest is guaranteed
+    EPISODIC's share (how the last session went); the older ones rank by how well they match
+    the message (`DIGEST_MATCH_RANK`), on the scale of RELEVANT HISTORY's digests, and those
+    matching nothing rank below every other line. Without search words ("where were we?")
+    they rank newest first above history, as they always did."""
     per_line = max(60, int(budget * 0.15))
+    recent = digest_store.recent_digests(conn, profile, settings.digests)
+    topical = bool(query is not None and query.terms and EPISODIC_BY_MATCH)
+    scorer = None
+    if topical and query is not None:
+        scorer = Scorer.for_pool(query, (_digest_body(d) for d in recent))
     lines = []
-    for n, digest in enumerate(digest_store.recent_digests(conn, profile, settings.digests)):
-        body = digest.narrative
-        if digest.decisions:
-            body += "\nDecided: " + "; ".join(digest.decisions)
+    for n, digest in enumerate(recent):
+        body = _digest_body(digest)
+        rank = 1.5 - 0.1 * n
+        why = f"digest of session #{digest.session_id}"
+        if scorer is not None and n > 0:
+            coverage, matched, _ = scorer.score(body)
+            rank = DIGEST_MATCH_RANK + 0.8 * coverage if matched else 0.5 - 0.05 * n
+            why += "; matched: " + ", ".join(matched[:6]) if matched else ""
         lines.append(
             Line(
                 text=entry(f"[{display(digest.ended_at, tz)}] ", clip(body, per_line)),
                 source=f"digest:{digest.id}",
-                rank=1.5 - 0.1 * n,
+                rank=rank,
                 order=(float(n),),
-                why=f"digest of session #{digest.session_id}",
+                why=why,
                 turn_ids=digest.source_turns,
+                guaranteed=n == 0 or scorer is None,
             )
         )
     return lines
+
+
+def _digest_body(digest: digest_store.Digest) -> str:
+    """A digest's narrative, then its decisions."""
+    body = digest.narrative
+    if digest.decisions:
+        body += "\nDecided: " + "; ".join(digest.decisions)
+    return body
 
 
 def memory_lines(
@@ -360,9 +416,25 @@ def memory_lines(
             )
         }
     per_line = max(40, int(budget * 0.1))
-    lines = []
+    scored: list[tuple[float, bool, float, list[str], item_store.MemoryItem]] = []
     for item in facts:
         confidence = item.effective(now, settings)
+        relevance: float = 0.0
+        matched: list[str] = []
+        if not query.empty and (candidates is None or item.id in candidates):
+            text_of_item = f"{item.topic} {item.content_text()}"
+            coverage, matched, _phrases = scorer.score(text_of_item)
+            # No bm25 here: coverage stands in for it, on the history hits' scale.
+            relevance = coverage * (1 + 1 / COVERAGE_WEIGHT) if matched else 0.0
+        hit = relevance >= MATCH_THRESHOLD
+        rank = 1.0 + relevance + 0.3 * confidence if hit else 0.9 * confidence
+        rank += 0.5 if item.pinned else 0.0
+        scored.append((rank, hit, confidence, matched, item))
+    # Only as many facts as the budget could ever hold are rendered (the best ranked); a
+    # fact's line costs at least `FACT_LINE_FLOOR` tokens.
+    scored.sort(key=lambda entry_: (-entry_[0], -entry_[4].id))
+    lines = []
+    for rank, hit, confidence, matched, item in scored[: max(20, budget // FACT_LINE_FLOOR)]:
         flags = [item.category, display(item.reinforced_at, tz, with_time=False)]
         if item.pinned:
             flags.append("pinned")
@@ -377,29 +449,21 @@ def memory_lines(
                 f"(contradicts an earlier fact, also confident: {clip(older, per_line)!r}; "
                 "confirm with the person if it matters)",
             )
-        relevance: float = 0.0
-        matched: list[str] = []
-        if not query.empty and (candidates is None or item.id in candidates):
-            text_of_item = f"{item.topic} {item.content_text()}"
-            coverage, matched, _phrases = scorer.score(text_of_item)
-            # No bm25 here: coverage stands in for it, on the history hits' scale.
-            relevance = coverage * (1 + 1 / COVERAGE_WEIGHT) if matched else 0.0
-        hit = relevance >= MATCH_THRESHOLD
         if hit:
-            rank = 1.0 + relevance + 0.3 * confidence
             why = "matched: " + ", ".join(matched[:6]) if matched else "matched (bm25)"
         else:
-            rank = 0.9 * confidence
             why = f"confidence {confidence:.2f}"
         lines.append(
             Line(
                 text=text,
                 source=f"item:{item.id}",
-                rank=rank + (0.5 if item.pinned else 0.0),
+                rank=rank,
                 order=(-(1.0 if hit else 0.0), -confidence, -float(item.id)),
                 why=why,
                 turn_ids=(item.source_turn_id,) if item.source_turn_id else (),
                 essential=hit,
+                guaranteed=hit or item.pinned or UNMATCHED_SHARE or query.empty,
+                same_as_turn=not item.conflict_with,
             )
         )
     return lines

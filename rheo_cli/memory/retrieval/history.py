@@ -55,6 +55,10 @@ ITEM_WEIGHT = 1.0
 """Score added to a turn a matching stored fact was learnt from (times that fact's match)."""
 TIME_WEIGHT = 0.8
 """Score added to a turn inside the time range the message names."""
+SPEAKER_WEIGHT = 0.3
+"""Score added to a matching turn of the speaker the message asks about (`Query.speaker`:
+the person's own turns for "what do I…", "when did I…"; the assistant's for "what did you
+suggest?")."""
 LINE_SHARE = 0.04
 """A history line is cut to this share of the budget (at least `LINE_MIN` tokens), keeping
 the sentences that match the message."""
@@ -275,7 +279,13 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
     if q.times:
         moment = from_stored(hit.ts)
         in_time = any(span.start <= moment < span.end for span in q.times)
-    hit.score = value + ITEM_WEIGHT * hit.item + (TIME_WEIGHT if in_time else 0.0)
+    own = q.speaker is not None and hit.role == q.speaker and bool(matched or hit.item)
+    hit.score = (
+        value
+        + ITEM_WEIGHT * hit.item
+        + (TIME_WEIGHT if in_time else 0.0)
+        + (SPEAKER_WEIGHT if own else 0.0)
+    )
     why = []
     if matched:
         why.append("matched: " + ", ".join(matched[:6]))
@@ -285,6 +295,8 @@ def _score(hit: _Hit, q: Query, scorer: Scorer) -> None:
         why.append("a stored fact came from it")
     if in_time:
         why.append("in the time asked about")
+    if own:
+        why.append(f"said by the {'person' if q.speaker == 'user' else 'assistant'}, as asked")
     hit.why = why or ["bm25"]
 
 
@@ -351,6 +363,7 @@ def collect(
                 order=(from_stored(hit.ts).timestamp(), float(hit.turn_id)),
                 why="; ".join(hit.why),
                 turn_ids=(hit.turn_id,),
+                same_as_turn=update is None,
             )
         )
     lines.extend(_digest_lines(digest_hits, conn, profile, q, tz, budget, skip_digests))

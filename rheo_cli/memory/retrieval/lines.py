@@ -28,7 +28,11 @@ class Line:
     ``source`` names the row (``turn:12``, ``item:4``, ``digest:2``); ``rank`` orders lines
     for the budget (higher is kept first); ``order`` sorts kept lines for display; ``why`` says
     why the line was chosen (``matched: school, grade``, ``recent turn``...); ``turn_ids`` are
-    the ledger turns the line stands for.
+    the ledger turns the line stands for. ``guaranteed`` False: the line may not take its
+    section's guaranteed share of the budget (`context.budget`), only budget left by rank
+    (a fact that does not match the message, an older digest). ``same_as_turn``: the line
+    says what its one turn says (that turn in RELEVANT HISTORY, or a fact learnt from it): of
+    the lines so marked that stand for one turn, only the first kept takes budget.
     """
 
     text: str
@@ -38,6 +42,8 @@ class Line:
     why: str = ""
     turn_ids: Sequence[int] = ()
     essential: bool = False
+    guaranteed: bool = True
+    same_as_turn: bool = False
 
     @property
     def tokens(self) -> int:

@@ -41,13 +41,22 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*[\"'(]*$")
 
 @dataclass
 class Query:
-    """The retrieval view of a message (all words case-folded except ``entities``' display)."""
+    """The retrieval view of a message (all words case-folded except ``entities``' display).
+
+    ``speaker`` is whose turns the message asks about: ``"user"`` when the person asks about
+    themselves ("what do I…", "when did I…", "my sister's name"), ``"assistant"`` when they
+    ask what the assistant said ("what did you recommend?"), None otherwise. ``follow_up`` is
+    True for a message that leans on the conversation rather than naming its subject ("and
+    after that?", "why?", "what about the second one?").
+    """
 
     terms: list[str] = field(default_factory=list)
     entities: list[str] = field(default_factory=list)
     phrases: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
     times: list[timeexpr.TimeRange] = field(default_factory=list)
+    speaker: str | None = None
+    follow_up: bool = False
 
     @property
     def empty(self) -> bool:
@@ -95,10 +104,52 @@ def analyse(message: str, now: datetime, *, max_terms: int = 16) -> Query:
     quoted = [q for q in dict.fromkeys(quoted) if q]
     phrases = quoted + [p for p in phrases if p not in quoted]
     runs = [r for r in dict.fromkeys(_NO_SPACE.findall(text)) if r]
+    pronouns = {m.group(0).casefold().replace("’", "'") for m in _WORD.finditer(text)}
     return Query(
         terms=terms[:max_terms],
         entities=entities[:8],
         phrases=phrases[:8],
         runs=runs[:8],
         times=times,
+        speaker=_speaker(pronouns),
+        follow_up=_follows_up(text, terms),
     )
+
+
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "i'd", "i'll", "my", "mine", "myself"})
+_OBJECT_ME = frozenset({"me"})
+_SECOND_PERSON = frozenset({"you", "your", "yours", "yourself", "you've", "you'd", "you're"})
+_LEADS = frozenset({"and", "so", "also", "then", "but", "or", "plus"})
+_ANAPHORS = frozenset(
+    {"it", "that", "this", "those", "these", "them", "there", "he", "she", "they", "him", "her"}
+)
+FOLLOW_UP_TERMS = 2
+"""A message with at most this many search words leans on the conversation when it starts
+with "and", "so", "also", "what about"... or refers back ("it", "that", "them"...); one with
+none always does."""
+
+
+def _speaker(words: set[str]) -> str | None:
+    """Whose turns a message asks about, from its pronouns: the person's when it says "I",
+    "my" or "mine" (also "can you remind me what I said"); the assistant's when it says "you"
+    or "your" and not "me" ("what did you suggest?"); else None ("what did you tell me?" —
+    either)."""
+    if words & _FIRST_PERSON:
+        return "user"
+    if words & _SECOND_PERSON and not words & _OBJECT_ME:
+        return "assistant"
+    return None
+
+
+def _follows_up(text: str, terms: list[str]) -> bool:
+    """True when ``text`` (with search words ``terms``) leans on the conversation (see
+    `Query.follow_up`)."""
+    if not terms:
+        return bool(text.strip())
+    if len(terms) > FOLLOW_UP_TERMS:
+        return False
+    words = [m.group(0).casefold() for m in _WORD.finditer(text)]
+    if not words:
+        return False
+    leads = words[0] in _LEADS or (words[0] in ("what", "how") and words[1:2] == ["about"])
+    return leads or any(w in _ANAPHORS for w in words)
