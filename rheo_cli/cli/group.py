@@ -23,7 +23,7 @@ class GroupedHelp(TyperGroup):
         `completion_setup.install_and_tell`."""
         from .completion_setup import install_and_tell
 
-        params = list(super().get_params(ctx))
+        params: list[Any] = list(super().get_params(ctx))
         for param in params:
             if param.name == "install_completion":
                 param.callback = install_and_tell
