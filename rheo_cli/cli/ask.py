@@ -12,7 +12,7 @@ from ..ui import signals
 from .complete import session_numbers
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import MAX_ID, AssistantOpt, Json, Model, New, Profile, ProviderOpt
+from .options import AssistantOpt, Json, Model, New, Profile, ProviderOpt, session_number
 from .state import GLOBAL, runtime_for
 
 if TYPE_CHECKING:
@@ -62,13 +62,11 @@ def ask(
         typer.Option("--continue", "-c", help="Stay in the last session even after a long pause."),
     ] = False,
     session: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--session",
-            min=1,
-            max=MAX_ID,
             metavar="N",
-            help="Continue session sN (see 'rheo sessions list').",
+            help="Continue session N, as 'rheo sessions list' names it (s6 or 6).",
             autocompletion=session_numbers,
         ),
     ] = None,
@@ -115,6 +113,7 @@ def ask(
     from ..app.conversation import Conversation, Notice, SendOptions, TextDelta
     from ..ui.stream import ReplyWriter
 
+    number = session_number(session) if session is not None else None
     if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
         raise UsageError("use only one of --continue, --session, --new and --retry")
     with runtime_for(profile, model, provider, assistant_name) as app:
@@ -140,7 +139,7 @@ def ask(
 
         options = SendOptions(
             new_session=new or GLOBAL.new,
-            session=session,
+            session=number,
             continue_last=cont,
             retry=retry,
             system=system,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..ui.output import digest_line, echo, local, preview, print_json
+from ..ui.output import echo, local, preview, print_json
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
@@ -52,8 +52,10 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         now, numbers = app.now(), history.session_numbers(app)
     if not found:
         echo("(no digests)")
-    for d in found:
-        echo(digest_line(d, now, numbers))
+        return
+    from ..ui.listings import print_digests
+
+    print_digests(found, now, numbers)
 
 
 @app.command()
