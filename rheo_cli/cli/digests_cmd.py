@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ..ui.output import echo, local, preview, print_json
+from ..ui.wording import plural
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
@@ -127,7 +128,7 @@ def maintain(
         if retry_failed:
             count = jobs.retry_failed(app)
             if not json_out:
-                echo(f"{count} failed job(s) re-queued")
+                echo(f"{plural(count, 'failed job')} re-queued")
         jobs.queue_digests(app)
         total = jobs.waiting_count(app)
         with _progress(total if sys.stderr.isatty() and not json_out else 0) as on_job:
@@ -136,7 +137,7 @@ def maintain(
             print_json({"profile": app.profile, **summary.to_json()})
             return
         echo(
-            f"profile {app.profile}: {len(summary.done)} job(s) done, "
+            f"profile {app.profile}: {plural(len(summary.done), 'job')} done, "
             f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
         )
         if app.store_url:
@@ -148,7 +149,9 @@ def maintain(
             echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
         stuck = jobs.failed_count(app)
     if stuck:
-        echo(f"{stuck} job(s) failed for good: 'rheo maintain --retry-failed' re-queues them")
+        echo(
+            f"{plural(stuck, 'job')} failed for good: 'rheo maintain --retry-failed' re-queues them"
+        )
 
 
 @contextlib.contextmanager

@@ -12,7 +12,8 @@ from typing import Any
 
 from .output import local
 from .tables import Column, print_table
-from .when import plural, relative
+from .when import relative
+from .wording import plural
 
 
 def _flags(item: Any) -> str:

@@ -1,7 +1,5 @@
 """Stored instants said as people read them: ``today 14:05``, ``yesterday``, ``in 2 days``,
-``3 days ago``; a plain date further than two weeks away.
-
-Also `plural`: ``1 turn``, ``2 turns``."""
+``3 days ago``; a plain date further than two weeks away."""
 
 from __future__ import annotations
 
@@ -42,8 +40,3 @@ def relative_moment(moment: datetime, now: datetime, *, with_time: bool = False)
     if abs(days) > NEAR_DAYS:
         return f"{local:%Y-%m-%d}" + clock
     return f"in {days} days" if days > 0 else f"{-days} days ago"
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 turn``, ``2 turns``, ``0 sessions`` (``nouns``: the plural when not noun + s)."""
-    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
