@@ -53,6 +53,14 @@ def ask(
         list[str] | None, typer.Argument(help="The question (else read from stdin).")
     ] = None,
     json_out: Json = False,
+    json_stream: Annotated[
+        bool,
+        typer.Option(
+            "--json-stream",
+            help="Print NDJSON events while the reply streams: delta, notice, tool, usage, "
+            "final (the --json object).",
+        ),
+    ] = False,
     new: New = False,
     model: Model = None,
     profile: Profile = None,
@@ -110,12 +118,15 @@ def ask(
       rheo ask -c "and the week after?"      (same session, even after a pause)
       rheo ask --retry                        (the last question failed: send it again)
     """
-    from ..app.conversation import Conversation, Notice, SendOptions, TextDelta
+    from ..app.conversation import Conversation, Notice, SendOptions, TextDelta, ToolActivity
+    from ..app.events import ending_json, event_json, memory_note, ndjson_line
     from ..ui.stream import ReplyWriter
 
     number = session_number(session) if session is not None else None
     if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
         raise UsageError("use only one of --continue, --session, --new and --retry")
+    if json_out and json_stream:
+        raise UsageError("use only one of --json and --json-stream")
     with runtime_for(profile, model, provider, assistant_name) as app:
         app.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
         app.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
@@ -125,13 +136,22 @@ def ask(
             raise UsageError("--retry sends the stored question again: give no new one")
         message = "" if retry else compose(text, piped)
         rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
+        rendered = rendered and not json_stream
         writer = ReplyWriter(
-            rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty()
+            rendered=rendered,
+            spinner=sys.stderr is not None and sys.stderr.isatty() and not json_stream,
         )
-        streaming = not (json_out or no_stream)
+        streaming = not (json_out or no_stream or json_stream)
 
         def on_event(event: object) -> None:
-            if isinstance(event, TextDelta):
+            if json_stream and isinstance(event, TextDelta | Notice | ToolActivity):
+                writer(ndjson_line(event_json(event)))
+                return
+            if isinstance(event, ToolActivity):
+                note = memory_note(event)
+                if note:
+                    say_error(f"note: {note}")
+            elif isinstance(event, TextDelta):
                 if streaming:
                     writer(event.text)
             elif isinstance(event, Notice):
@@ -147,7 +167,10 @@ def ask(
         )
         try:
             outcome = Conversation(app).send(message, options, on_event)
-            if outcome.status in ("ok", "cut") and not streaming and not json_out:
+            if json_stream:
+                for value in ending_json(outcome):
+                    writer(ndjson_line(value))
+            elif outcome.status in ("ok", "cut") and not streaming and not json_out:
                 writer(outcome.reply)
         finally:
             writer.finish()
