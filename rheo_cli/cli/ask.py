@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -27,6 +28,16 @@ def say_guidance(text: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def _message(text: list[str] | None, piped: str | None, files: list[Path]) -> str:
+    """The question with piped text and the ``-f`` files after it (`attachments.attach`)."""
+    if not files:
+        return compose(text, piped)
+    from .attachments import attach
+
+    has_text = bool(text) or bool((piped or "").strip())
+    return attach(compose(text, piped) if has_text else "", files)
 
 
 def usage_line(usage: object) -> str:
@@ -104,6 +115,15 @@ def ask(
             help="Store nothing and learn nothing from this exchange (memory is still read).",
         ),
     ] = False,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="PATH",
+            help="Attach a text file after the question, with its name (repeat for several).",
+        ),
+    ] = None,
     assistant_name: AssistantOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
@@ -117,6 +137,7 @@ def ask(
       git diff | rheo ask -s "answer in one paragraph" "review this"
       rheo ask -c "and the week after?"      (same session, even after a pause)
       rheo ask --retry                        (the last question failed: send it again)
+      rheo ask -f notes.md -f todo.txt "what is left to do?"
     """
     from ..app.conversation import Conversation, Notice, SendOptions, TextDelta, ToolActivity
     from ..app.events import ending_json, event_json, memory_note, ndjson_line
@@ -134,7 +155,9 @@ def ask(
         piped = None if retry and not text else read_stdin()
         if retry and (text or (piped or "").strip()):
             raise UsageError("--retry sends the stored question again: give no new one")
-        message = "" if retry else compose(text, piped)
+        if retry and files:
+            raise UsageError("--retry sends the stored question again: attach no file")
+        message = "" if retry else _message(text, piped, files or [])
         rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
         rendered = rendered and not json_stream
         writer = ReplyWriter(

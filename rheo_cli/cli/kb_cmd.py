@@ -36,7 +36,7 @@ def _chunks(count: int) -> str:
     return f"{count} chunk{'' if count == 1 else 's'}"
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
     """The UTF-8 text of ``path``; UsageError for a missing, unreadable, binary or huge file."""
     try:
         info = path.stat()
@@ -102,7 +102,7 @@ def _readable(files: list[Path]) -> tuple[list[tuple[Path, str]], list[str]]:
     texts, skipped, first = [], [], None
     for path in files:
         try:
-            texts.append((path, _read(file_arg(path))))
+            texts.append((path, read_text(file_arg(path))))
         except UsageError as exc:
             skipped.append(str(exc))
             first = first or exc
