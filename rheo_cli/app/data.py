@@ -117,18 +117,19 @@ def export_profiles(app: App, *, every: bool = False) -> list[str]:
     return archive.profiles(app.conn)
 
 
-def export(app: App, profiles: list[str], to: Path | IO[str]) -> int:
+def export(app: App, profiles: list[str], to: Path | IO[str], *, replace: bool = False) -> int:
     """Write the ``profiles``' records (header first, knowledge base included) from one
     snapshot as JSON Lines to the new file ``to`` (mode 0600, noted as a copy) or the text
-    stream ``to``; returns how many records (the header not counted). Raises UsageError when
-    the file exists, StoreError when it cannot be written."""
-    if isinstance(to, Path) and to.exists():
-        raise UsageError(f"{to} already exists: choose a new file")
+    stream ``to``; returns how many records (the header not counted). ``replace``: an
+    existing file is replaced once the new one is whole. Raises UsageError when the file
+    exists (without ``replace``), StoreError when it cannot be written."""
+    if isinstance(to, Path) and to.exists() and not replace:
+        raise UsageError(f"{to} already exists: choose a new file, or replace it with --force")
     with archive.snapshot(app.conn):
         records = archive.export_records(app.conn, profiles)
         if not isinstance(to, Path):
             return rheo_jsonl.write(records, to) - 1
-        count = rheo_jsonl.write_file(records, to)
+        count = rheo_jsonl.write_file(records, to, replace=replace)
     copies.note(app.paths, to, kind="export", profiles=profiles)
     return count - 1
 

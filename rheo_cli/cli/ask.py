@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -12,7 +13,7 @@ from ..ui import signals
 from .complete import session_numbers
 from .errors import command, say_error
 from .inputs import compose, read_stdin
-from .options import MAX_ID, AssistantOpt, Json, Model, New, Profile, ProviderOpt
+from .options import AssistantOpt, Json, Model, New, Profile, ProviderOpt, session_number
 from .state import GLOBAL, runtime_for
 
 if TYPE_CHECKING:
@@ -27,6 +28,16 @@ def say_guidance(text: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def _message(text: list[str] | None, piped: str | None, files: list[Path]) -> str:
+    """The question with piped text and the ``-f`` files after it (`attachments.attach`)."""
+    if not files:
+        return compose(text, piped)
+    from .attachments import attach
+
+    has_text = bool(text) or bool((piped or "").strip())
+    return attach(compose(text, piped) if has_text else "", files)
 
 
 def usage_line(usage: object) -> str:
@@ -53,6 +64,14 @@ def ask(
         list[str] | None, typer.Argument(help="The question (else read from stdin).")
     ] = None,
     json_out: Json = False,
+    json_stream: Annotated[
+        bool,
+        typer.Option(
+            "--json-stream",
+            help="Print NDJSON events while the reply streams: delta, notice, tool, usage, "
+            "final (the --json object).",
+        ),
+    ] = False,
     new: New = False,
     model: Model = None,
     profile: Profile = None,
@@ -62,13 +81,11 @@ def ask(
         typer.Option("--continue", "-c", help="Stay in the last session even after a long pause."),
     ] = False,
     session: Annotated[
-        int | None,
+        str | None,
         typer.Option(
             "--session",
-            min=1,
-            max=MAX_ID,
             metavar="N",
-            help="Continue session sN (see 'rheo sessions list').",
+            help="Continue session N, as 'rheo sessions list' names it (s6 or 6).",
             autocompletion=session_numbers,
         ),
     ] = None,
@@ -98,6 +115,15 @@ def ask(
             help="Store nothing and learn nothing from this exchange (memory is still read).",
         ),
     ] = False,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="PATH",
+            help="Attach a text file after the question, with its name (repeat for several).",
+        ),
+    ] = None,
     assistant_name: AssistantOpt = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
@@ -111,12 +137,17 @@ def ask(
       git diff | rheo ask -s "answer in one paragraph" "review this"
       rheo ask -c "and the week after?"      (same session, even after a pause)
       rheo ask --retry                        (the last question failed: send it again)
+      rheo ask -f notes.md -f todo.txt "what is left to do?"
     """
-    from ..app.conversation import Conversation, Notice, SendOptions, TextDelta
+    from ..app.conversation import Conversation, Notice, SendOptions, TextDelta, ToolActivity
+    from ..app.events import ending_json, event_json, memory_note, ndjson_line
     from ..ui.stream import ReplyWriter
 
+    number = session_number(session) if session is not None else None
     if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
         raise UsageError("use only one of --continue, --session, --new and --retry")
+    if json_out and json_stream:
+        raise UsageError("use only one of --json and --json-stream")
     with runtime_for(profile, model, provider, assistant_name) as app:
         app.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
         app.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
@@ -124,15 +155,26 @@ def ask(
         piped = None if retry and not text else read_stdin()
         if retry and (text or (piped or "").strip()):
             raise UsageError("--retry sends the stored question again: give no new one")
-        message = "" if retry else compose(text, piped)
+        if retry and files:
+            raise UsageError("--retry sends the stored question again: attach no file")
+        message = "" if retry else _message(text, piped, files or [])
         rendered = sys.stdout is not None and sys.stdout.isatty() and not json_out
+        rendered = rendered and not json_stream
         writer = ReplyWriter(
-            rendered=rendered, spinner=sys.stderr is not None and sys.stderr.isatty()
+            rendered=rendered,
+            spinner=sys.stderr is not None and sys.stderr.isatty() and not json_stream,
         )
-        streaming = not (json_out or no_stream)
+        streaming = not (json_out or no_stream or json_stream)
 
         def on_event(event: object) -> None:
-            if isinstance(event, TextDelta):
+            if json_stream and isinstance(event, TextDelta | Notice | ToolActivity):
+                writer(ndjson_line(event_json(event)))
+                return
+            if isinstance(event, ToolActivity):
+                note = memory_note(event)
+                if note:
+                    say_error(f"note: {note}")
+            elif isinstance(event, TextDelta):
                 if streaming:
                     writer(event.text)
             elif isinstance(event, Notice):
@@ -140,7 +182,7 @@ def ask(
 
         options = SendOptions(
             new_session=new or GLOBAL.new,
-            session=session,
+            session=number,
             continue_last=cont,
             retry=retry,
             system=system,
@@ -148,7 +190,10 @@ def ask(
         )
         try:
             outcome = Conversation(app).send(message, options, on_event)
-            if outcome.status in ("ok", "cut") and not streaming and not json_out:
+            if json_stream:
+                for value in ending_json(outcome):
+                    writer(ndjson_line(value))
+            elif outcome.status in ("ok", "cut") and not streaming and not json_out:
                 writer(outcome.reply)
         finally:
             writer.finish()

@@ -76,13 +76,14 @@ def session_numbers(ctx: Any, incomplete: str) -> list[tuple[str, str]]:
     try:
         from ..app.history import sessions
         from ..ui.output import local
+        from ..ui.wording import plural
 
         with _opened(_profile_of(ctx)) as app:
             if app is None:
                 return []
             found, now = sessions(app, 50), app.now()
         return [
-            (str(s.number), f"{local(s.started_at, now)}, {s.turns} turns")
+            (str(s.number), f"{local(s.started_at, now)}, {plural(s.turns, 'turn')}")
             for s in found
             if str(s.number).startswith(incomplete.lstrip("s"))
         ]

@@ -20,7 +20,12 @@ def resolve_due(text: str, now: datetime, option: str = "--due") -> datetime:
         raise UsageError(f"{option} {exc}") from None
 
 
-def echo(moment: datetime) -> str:
-    """``Fri 27 Nov 2026`` (with the time when it is not the end of the day)."""
+def echo(moment: datetime, now: datetime) -> str:
+    """``Fri 27 Nov 2026 (in 2 days)``: the day (with the time when it is not the end of the
+    day) and how far it is from ``now`` (see `ui.when.relative_moment`)."""
+    from ..ui.when import relative_moment
+
     day = f"{moment.strftime('%a')} {moment.day} {moment.strftime('%b %Y')}"
-    return day if (moment.hour, moment.minute) == (23, 59) else f"{day} {moment:%H:%M}"
+    day = day if (moment.hour, moment.minute) == (23, 59) else f"{day} {moment:%H:%M}"
+    near = relative_moment(moment, now)
+    return day if near[0].isdigit() else f"{day} ({near})"

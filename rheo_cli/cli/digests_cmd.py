@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from ..ui.output import digest_line, echo, local, preview, print_json
+from ..ui.output import echo, local, preview, print_json
+from ..ui.wording import plural
 from .errors import command
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
@@ -52,8 +53,10 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         now, numbers = app.now(), history.session_numbers(app)
     if not found:
         echo("(no digests)")
-    for d in found:
-        echo(digest_line(d, now, numbers))
+        return
+    from ..ui.listings import print_digests
+
+    print_digests(found, now, numbers)
 
 
 @app.command()
@@ -127,7 +130,7 @@ def maintain(
         if retry_failed:
             count = jobs.retry_failed(app)
             if not json_out:
-                echo(f"{count} failed job(s) re-queued")
+                echo(f"{plural(count, 'failed job')} re-queued")
         jobs.queue_digests(app)
         jobs.queue_review(app)  # the facts reviewed too, when any was written since
         total = jobs.waiting_count(app)
@@ -137,7 +140,7 @@ def maintain(
             print_json({"profile": app.profile, **summary.to_json()})
             return
         echo(
-            f"profile {app.profile}: {len(summary.done)} job(s) done, "
+            f"profile {app.profile}: {plural(len(summary.done), 'job')} done, "
             f"{len(summary.retrying)} to retry, {len(summary.failed)} failed"
         )
         if app.store_class.serves_one_tenant:
@@ -149,7 +152,9 @@ def maintain(
             echo(f"  {job.kind} #{job.ref_id}: {preview(error, 100)}")
         stuck = jobs.failed_count(app)
     if stuck:
-        echo(f"{stuck} job(s) failed for good: 'rheo maintain --retry-failed' re-queues them")
+        echo(
+            f"{plural(stuck, 'job')} failed for good: 'rheo maintain --retry-failed' re-queues them"
+        )
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import typer
 
 from ..errors import ExitStatus
 from ..ui.output import print_json, safe
+from ..ui.wording import plural
 from .errors import command
 from .options import Json, Profile
 
@@ -53,6 +54,6 @@ def doctor(
         if found.problems:
             sys.stdout.flush()
             names = ", ".join(c.name for c in found.problems)
-            sys.stderr.write(f"rheo: {len(found.problems)} problem(s): {names}\n")
+            sys.stderr.write(f"rheo: {plural(len(found.problems), 'problem')}: {names}\n")
     if not found.healthy:
         raise typer.Exit(int(ExitStatus.ERROR))

@@ -15,7 +15,23 @@ PANELS = ("Chat", "Memory", "History", "Maintenance")
 
 
 class GroupedHelp(TyperGroup):
-    """A typer group whose help lists subcommands under their ``rich_help_panel`` heading."""
+    """A typer group whose help lists subcommands under their ``rich_help_panel`` heading,
+    and whose ``--install-completion`` says which files it wrote and edited."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        """The group's options, typer's ``--install-completion`` calling
+        `completion_setup.install_and_tell`."""
+        from .completion_setup import install_and_tell
+
+        params: list[Any] = list(super().get_params(ctx))
+        for param in params:
+            if param.name == "install_completion":
+                param.callback = install_and_tell
+                param.help = (
+                    "Install Tab completion for the current shell: writes a script and adds "
+                    "a line loading it to ~/.bashrc or ~/.zshrc."
+                )
+        return params
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         """Write one definition list per panel, in `PANELS` order, then any others."""
@@ -43,7 +59,11 @@ class ListsWhenAlone(TyperGroup):
     ``rheo items --all --json`` are ``rheo items list ...`` (``--help`` stays the group's)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        """Put ``list`` first when ``args`` start with an option (or are empty)."""
+        """Put ``list`` first when ``args`` start with an option (or are empty), except while
+        the shell completes a command line (``ctx.resilient_parsing``): there ``rheo memory
+        <Tab>`` must offer the group's commands, not complete ``list``'s arguments."""
+        if ctx.resilient_parsing:
+            return list(super().parse_args(ctx, args))
         if not args or (args[0].startswith("-") and args[0] not in ctx.help_option_names):
             args = ["list", *args]
         return list(super().parse_args(ctx, args))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..ui.output import echo, print_json, turn_line
+from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Limit, Profile
 from .state import runtime_for
@@ -25,15 +25,16 @@ app = typer.Typer(
 
 
 def _print_turns(app: App, turns: list[Turn]) -> None:
-    """One `turn_line` per turn, with the session numbers the person sees."""
+    """The turns as a table (`listings.print_turns`), with the session numbers the person
+    sees."""
     from ..app import history
 
     if not turns:
         echo("(no turns)")
         return
-    now, numbers = app.now(), history.session_numbers(app)
-    for turn in turns:
-        echo(turn_line(turn, now, numbers=numbers))
+    from ..ui.listings import print_turns
+
+    print_turns(turns, app.now(), history.session_numbers(app))
 
 
 @app.command()

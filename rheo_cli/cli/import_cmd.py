@@ -11,6 +11,7 @@ import typer
 
 from ..errors import UsageError
 from ..ui.output import echo, print_json
+from ..ui.wording import plural
 from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
@@ -192,7 +193,7 @@ def _records(source: Source, readout: Records, *, json_out: bool, include_purged
     echo(f"imported {added or 'nothing new'}; {counts.present} already present")
     if counts.purged:
         say_error(
-            f"note: left out {counts.purged} record(s) that 'rheo purge' erased from this "
+            f"note: left out {plural(counts.purged, 'record')} that 'rheo purge' erased from this "
             "store; --include-purged brings them back"
         )
 
@@ -218,8 +219,9 @@ def _history(
         print_json(summary.to_json())
         return
     echo(
-        f"imported {summary.turns} turn(s) from {summary.conversations} conversation(s) "
-        f"into {summary.sessions} session(s) of profile {profile!r}"
+        f"imported {plural(summary.turns, 'turn')} from "
+        f"{plural(summary.conversations, 'conversation')} "
+        f"into {plural(summary.sessions, 'session')} of profile {profile!r}"
     )
     if summary.skipped:
         echo("skipped:")
@@ -227,8 +229,8 @@ def _history(
             echo(f"  {count:>6}  {reason}")
     if extract:
         echo(
-            f"queued {summary.extract_jobs} extraction and {summary.digest_jobs} digest job(s)"
-            " ('rheo jobs list' shows them)"
+            f"queued {summary.extract_jobs} extraction and "
+            f"{plural(summary.digest_jobs, 'digest job')} ('rheo jobs list' shows them)"
         )
 
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..errors import UsageError
+from ..errors import ExitStatus, UsageError
 from ..ui.output import local, name_line, preview, print_json, safe
-from .errors import command
+from .errors import command, say_error
 from .group import ListsWhenAlone
 from .inputs import file_arg, text_of
 from .options import Json, Limit, Profile
@@ -36,7 +36,7 @@ def _chunks(count: int) -> str:
     return f"{count} chunk{'' if count == 1 else 's'}"
 
 
-def _read(path: Path) -> str:
+def read_text(path: Path) -> str:
     """The UTF-8 text of ``path``; UsageError for a missing, unreadable, binary or huge file."""
     try:
         info = path.stat()
@@ -66,7 +66,9 @@ def add(
 ) -> None:
     """Add documents, or a new version of a changed one (the old version is kept).
 
-    Markdown is cut at headings, then by size; other text by size.
+    Markdown is cut at headings, then by size; other text by size. A file that cannot be
+    added (binary, not UTF-8, missing) is skipped, saying why, and the others are added
+    (exit 1); when none can be, nothing is (exit 2).
 
     \b
     Example:
@@ -75,7 +77,7 @@ def add(
     from ..app import knowledge
 
     # read all before storing any; a name that is not UTF-8 is opened by its own bytes
-    texts = [(path, _read(file_arg(path))) for path in files]
+    texts, skipped = _readable(files)
     out = []
     with runtime_for(profile) as app:
         for path, text in texts:
@@ -87,6 +89,26 @@ def add(
                 typer.echo(_added_line(added))
     if json_out:
         print_json(out)
+    for reason in skipped:
+        say_error(f"skipped {reason}")
+    if skipped:
+        say_error(f"added {len(texts)} of {len(files)} files")
+        raise typer.Exit(int(ExitStatus.ERROR))
+
+
+def _readable(files: list[Path]) -> tuple[list[tuple[Path, str]], list[str]]:
+    """The files' texts that can be read, and why each other one cannot. Raises the first
+    file's UsageError when none can be read."""
+    texts, skipped, first = [], [], None
+    for path in files:
+        try:
+            texts.append((path, read_text(file_arg(path))))
+        except UsageError as exc:
+            skipped.append(str(exc))
+            first = first or exc
+    if not texts and first is not None:
+        raise first
+    return texts, skipped
 
 
 def _added_json(added: Added) -> dict[str, object]:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ..errors import UsageError
-from ..ui.items import conflict_lines, item_line, open_item_line
+from ..ui.items import conflict_lines
 from ..ui.output import echo, local, preview, print_json
 from .complete import memory_ids, open_item_ids
 from .errors import command
@@ -110,16 +110,18 @@ def list_(
 
 
 def _print_items(app: App, found: list[MemoryItem], json_out: bool, *, whose: bool) -> None:
-    """A listing of memory items: their JSON, or one `item_line` each (``whose``: with the
-    column naming the assistant each is specific to)."""
+    """A listing of memory items: their JSON, or a table (`listings.print_memories`;
+    ``whose``: with the column naming the assistant each is specific to)."""
     now = app.now()
     if json_out:
         print_json([i.to_json(now, app.settings) for i in found])
         return
     if not found:
         echo("(no memories)")
-    for item in found:
-        echo(item_line(item, now, app.settings, whose=whose))
+        return
+    from ..ui.listings import print_memories
+
+    print_memories(found, now, app.settings, whose=whose)
 
 
 @app.command()
@@ -268,7 +270,8 @@ def add(
     if due is not None and category not in (None, "open_item"):
         raise UsageError(f"--due is for open items, not -c {category}: drop -c or use -c open_item")
     with runtime_for(profile, assistant=assistant) as app:
-        due_moment = resolve_due(due, app.now()) if due else None
+        now = app.now()
+        due_moment = resolve_due(due, now) if due else None
         category = category or ("open_item" if due is not None else "fact")
         # A pinned fact kept over a less confident one is refused: RheoError, exit 1.
         outcome = memory.add(
@@ -279,7 +282,7 @@ def add(
             return
     echo(outcome.describe())
     if due_moment is not None:
-        echo(f"due {echo_date(due_moment)}")
+        echo(f"due {echo_date(due_moment, now)}")
 
 
 def _outcome_json(app: App, outcome: memory_mod.Outcome) -> dict[str, object]:
@@ -450,8 +453,10 @@ def items_list(
             return
     if not found:
         echo("(no open items)")
-    for item in found:
-        echo(open_item_line(item, now))
+        return
+    from ..ui.listings import print_open_items
+
+    print_open_items(found, now)
 
 
 @items_app.command()

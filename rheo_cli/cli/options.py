@@ -11,6 +11,18 @@ from .complete import profiles
 MAX_ID = 2**63 - 1
 """Largest id SQLite can hold: a larger one is a usage error, not a crash."""
 
+
+def session_number(given: str) -> int:
+    """The session number in ``given`` as listings write it (``s6``) or bare (``6``).
+    Raises UsageError for anything else (zero, negative, past `MAX_ID`)."""
+    from ..errors import UsageError
+
+    text = given.strip().lower().removeprefix("s")
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
+        raise UsageError(f"{given!r} is not a session number (see 'rheo sessions list')")
+    return int(text)
+
+
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 New = Annotated[bool, typer.Option("--new", help="Start a new session now.")]
 Model = Annotated[

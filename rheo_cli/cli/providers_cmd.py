@@ -6,6 +6,9 @@ from ..ui.output import echo, print_json
 from .errors import command
 from .options import Json, Profile
 
+LEGEND = "ok = ready to use (configured and reachable); -- = not ready: the line says why"
+"""The line under the provider list explaining its marks."""
+
 
 @command
 def providers(json_out: Json = False, profile: Profile = None) -> None:
@@ -40,6 +43,8 @@ def providers(json_out: Json = False, profile: Profile = None) -> None:
     for status in found.statuses:
         mark = "ok  " if status.ready else "--  "
         echo(f"{mark}{status.kind:12} {status.detail}")
+    echo("")
+    echo(LEGEND)
     if chat is None:
         import sys
 

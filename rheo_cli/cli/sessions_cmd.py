@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ..ui.output import echo, local, print_json, safe
+from ..ui.output import echo, print_json, safe
 from .complete import session_numbers
 from .errors import command
-from .options import MAX_ID, Json, Limit, Profile
+from .options import Json, Limit, Profile, session_number
 from .state import runtime_for
 
 app = typer.Typer(
@@ -43,11 +43,10 @@ def list_(limit: Limit = 20, json_out: Json = False, profile: Profile = None) ->
         return
     if not found:
         echo("(no sessions)")
-    for s in found:
-        echo(
-            f"s{s.number:<5} {local(s.started_at, now)} → {local(s.last_turn_at, now)}  "
-            f"{s.turns} turns"
-        )
+        return
+    from ..ui.listings import print_sessions
+
+    print_sessions(found, now)
 
 
 @app.command()
@@ -75,14 +74,11 @@ def show(
       rheo sessions show s3 --markdown > trip-planning.md
     """
     from ..app import history
-    from ..errors import UsageError
     from ..ui.transcript import transcript
 
-    text = number.strip().lower().removeprefix("s")
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
-        raise UsageError(f"{number!r} is not a session number (see 'rheo sessions list')")
+    wanted = session_number(number)
     with runtime_for(profile) as app:
-        session, turns = history.session(app, int(text))
+        session, turns = history.session(app, wanted)
         now = app.now()
     if json_out:
         print_json({**session.to_json(), "transcript": [t.to_json() for t in turns]})

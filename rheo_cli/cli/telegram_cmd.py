@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ..errors import RheoError
+from ..ui.wording import plural
 from .errors import command, say_error
 from .state import runtime_for
 
@@ -37,7 +38,7 @@ def telegram(
         settings = settings_from(app)
         bot = TelegramBot(settings, home=app.paths.home, log=lambda line: say_error(line))
     if not once:
-        say_error(f"rheo telegram: serving {len(settings.chats)} chat(s); Ctrl-C stops")
+        say_error(f"rheo telegram: serving {plural(len(settings.chats), 'chat')}; Ctrl-C stops")
     handled = asyncio.run(bot.run(once=once))
     if once:
-        say_error(f"handled {handled} update(s)")
+        say_error(f"handled {plural(handled, 'update')}")

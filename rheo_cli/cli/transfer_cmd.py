@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from ..ui.output import echo, print_json
+from ..ui.wording import plural
 from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
@@ -58,7 +59,7 @@ def backup(
             )
             return
         echo(
-            f"backed up profile {done.profile} ({done.records:,} records) to {path} "
+            f"backed up profile {done.profile} ({plural(done.records or 0, 'record')}) to {path} "
             f"({done.bytes:,} bytes); restore with 'rheo import'"
         )
         return
@@ -74,6 +75,9 @@ def export(
         Path | None, typer.Option("--output", "-o", help="Write to FILE (else stdout).")
     ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every profile, not just one.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", "-f", help="Replace FILE if it exists.")
+    ] = False,
     profile: Profile = None,
 ) -> None:
     """Export turns, sessions, digests, memory items with their history and the knowledge
@@ -87,6 +91,7 @@ def export(
     Examples:
       rheo export -o rheo-default.jsonl
       rheo export --all -o everything.jsonl
+      rheo export -o rheo-default.jsonl --force   (replace last week's)
     """
     from ..app import data
 
@@ -96,5 +101,7 @@ def export(
             data.export(app, names, sys.stdout)
             return
         output = file_arg(output)
-        count = data.export(app, names, output)
-    say_error(f"exported {count} records of {', '.join(names) or 'no profile'} to {output}")
+        count = data.export(app, names, output, replace=force)
+    say_error(
+        f"exported {plural(count, 'record')} of {', '.join(names) or 'no profile'} to {output}"
+    )

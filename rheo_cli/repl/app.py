@@ -15,8 +15,15 @@ from ..ui.signals import Terminated
 from . import commands
 
 PROMPT = "› "
+INCOGNITO_PROMPT = "incognito › "
+"""The prompt while /incognito is on: nothing typed is stored or learnt from."""
 CONTINUATION = "… "
 """Shown before each further line of a multi-line message (Esc+Enter, a paste)."""
+
+
+def prompt_for(incognito: bool) -> str:
+    """The prompt to show: `INCOGNITO_PROMPT` while incognito, else `PROMPT`."""
+    return INCOGNITO_PROMPT if incognito else PROMPT
 
 
 def continuation(width: int, line_number: int, is_soft_wrap: int) -> str:
@@ -101,7 +108,7 @@ def run_repl(
         # While incognito, lines typed go to a history in memory only, not the history file.
         session.default_buffer.history = private_history if state.incognito else kept_history
         try:
-            text = session.prompt(PROMPT)
+            text = session.prompt(prompt_for(state.incognito))
         except KeyboardInterrupt as stop:
             if isinstance(stop, Terminated):
                 raise

@@ -56,12 +56,19 @@ def write(records: Iterable[dict[str, Any]], out: IO[str]) -> int:
     return n
 
 
-def write_file(records: Iterable[dict[str, Any]], output: Path, *, point: str | None = None) -> int:
+def write_file(
+    records: Iterable[dict[str, Any]],
+    output: Path,
+    *,
+    point: str | None = None,
+    replace: bool = False,
+) -> int:
     """Write ``records`` to the new file ``output`` (mode 0600), which never exists
     half-written (`new_private_file`); returns how many records. ``point``: a crash point
-    reached when every record is written, before the file takes its name. Raises StoreError
-    when ``output`` exists or cannot be written."""
-    with new_private_file(output) as partial:
+    reached when every record is written, before the file takes its name; ``replace``: an
+    existing file is replaced once the new one is whole. Raises StoreError when ``output``
+    exists (unless ``replace``) or cannot be written."""
+    with new_private_file(output, replace=replace) as partial:
         with open(partial, "w", encoding="utf-8") as out:
             count = write(records, out)
         if point:

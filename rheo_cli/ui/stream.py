@@ -178,13 +178,12 @@ class ReplyWriter:
     """Why stdout could not be written (other than a closed pipe), if it could not."""
 
     def _markdown(self, text: str) -> Any:
-        from rich.markdown import Markdown
-
+        from .markdown import render
         from .output import safe
 
         # The model's text may carry escape sequences (rich drops BEL but passes ESC): on a
         # terminal they are shown, not run. Raw mode (a pipe) writes the bytes as they came.
-        return Markdown(safe(text))
+        return render(safe(text))
 
     def _render(self) -> None:
         import time

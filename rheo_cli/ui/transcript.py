@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from .output import local, safe
+from .wording import plural
 
 
 def transcript(session: Any, turns: list[Any], now: datetime, *, markdown: bool = False) -> str:
@@ -21,7 +22,9 @@ def transcript(session: Any, turns: list[Any], now: datetime, *, markdown: bool 
         lines.append(f"# Session s{session.number}: {start} → {end}")
         lines.append("")
     else:
-        lines.append(f"session s{session.number} · {start} → {end} · {session.turns} turns")
+        lines.append(
+            f"session s{session.number} · {start} → {end} · {plural(session.turns, 'turn')}"
+        )
         lines.append("")
     for turn in turns:
         who = "You" if turn.role == "user" else "rheo"

@@ -11,6 +11,13 @@ from typing import Any
 from ..app.errors import DatabaseError, database_message
 from .output import preview
 
+
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 turn``, ``2 turns``, ``1,204 records`` (``nouns``: the plural when it is not
+    ``noun`` + s)."""
+    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 CHANGED = {
     "pin": "pinned",
     "unpin": "unpinned",

@@ -158,8 +158,8 @@ def test_maintain_on_postgres_names_the_profile_it_ran_for(api, home, rheo, monk
         assert rheo("-p", "w4", "ask", "hello").exit_code == 0
         plain = rheo("maintain")
         assert plain.exit_code == 0, plain.stderr
-        assert plain.stdout.startswith("profile default: 0 job(s) done")
+        assert plain.stdout.startswith("profile default: 0 jobs done")
         assert "--profile NAME" in plain.stdout  # where w4's pending job is run from
         assert json.loads(rheo("maintain", "--json").stdout)["profile"] == "default"
         other = rheo("maintain", "--profile", "w4")
-        assert other.stdout.startswith("profile w4: 1 job(s) done"), other.stdout
+        assert other.stdout.startswith("profile w4: 1 job done"), other.stdout

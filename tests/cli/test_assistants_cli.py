@@ -147,8 +147,10 @@ def test_memory_list_shows_what_each_assistant_sees(rheo, team):
         "Prefers SMS for follow-ups",
         "Wants weekly growth numbers",
     }
-    every = rheo("memory", "list", "--all-assistants")
-    rows = [(line.split()[1], line) for line in every.stdout.splitlines()]
+    every = rheo("memory", "list", "--all-assistants", COLUMNS="200")
+    header, *lines = every.stdout.splitlines()
+    assert header.split()[:3] == ["id", "assistant", "category"]
+    rows = [(line.split()[1], line) for line in lines]
     assert len(rows) == 4
     for whose, label in [
         ("sarah", "Prefers email over SMS for follow-ups"),

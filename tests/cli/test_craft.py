@@ -285,7 +285,7 @@ def test_session_and_job_numbers_are_per_profile(rheo, api, home):
     rheo("ask", "in default")
     rheo("-p", "work", "ask", "in work")
     listed = rheo("-p", "work", "sessions", "list").stdout
-    assert listed.startswith("s1 ")
+    assert listed.splitlines()[1].startswith("s1 ")
     assert "in work" in rheo("-p", "work", "sessions", "show", "1").stdout
     assert "in default" in rheo("sessions", "show", "1").stdout
     recent = rheo("-p", "work", "history", "recent").stdout

@@ -242,7 +242,7 @@ def test_doctor_reports_loose_permissions_failed_jobs_and_a_missing_key(
     assert "PROBLEM   permissions:" in result.stdout and "0644" in result.stdout
     assert "PROBLEM   jobs: 0 pending, 1 failed" in result.stdout
     assert "PROBLEM   api key:" in result.stdout
-    assert result.stderr.strip() == "rheo: 3 problem(s): api key, permissions, jobs"
+    assert result.stderr.strip() == "rheo: 3 problems: api key, permissions, jobs"
     code, report = _doctor(rheo, "--repair")
     assert oct(os.stat(home / "rheo.db").st_mode & 0o777) == "0o600"
     assert {c["name"] for c in report["checks"] if not c["ok"]} == {"api key", "jobs"}

@@ -61,7 +61,7 @@ def test_the_alias_and_import_leave_the_same_store(
 def test_extract_is_an_option_of_import_too(rheo, home: Path) -> None:
     done = rheo("import", str(CHATGPT), "--extract")
     assert done.exit_code == 0, done.stderr
-    assert "queued 3 extraction and 2 digest job(s)" in done.stdout
+    assert "queued 3 extraction and 2 digest jobs" in done.stdout
     assert db_rows(home, "SELECT count(*) FROM jobs")[0][0] == 5
 
 

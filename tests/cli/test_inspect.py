@@ -32,7 +32,8 @@ def test_history_recent_and_search_json(rheo, api, monkeypatch):
 
 def test_history_text_output(rheo, api, monkeypatch):
     seed(rheo, api, monkeypatch)
-    out = rheo("history", "recent").stdout.splitlines()
+    header, *out = rheo("history", "recent").stdout.splitlines()
+    assert header.split() == ["id", "when", "session", "role", "text"]
     assert out[0].startswith("#1") and "2026-04-01 09:00" in out[0]
     assert "How do I grow tomatoes?" in out[0]
     assert rheo("history", "search", "C++ (").stdout.strip() == "(no turns)"

@@ -219,7 +219,7 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
     }
     assert "1 running past their lease" in bad["jobs"]
     text_out = rheo("doctor")
-    assert text_out.exit_code == 1 and text_out.stderr.startswith("rheo: 5 problem(s)")
+    assert text_out.exit_code == 1 and text_out.stderr.startswith("rheo: 5 problems")
     fixed = rheo("doctor", "--repair", "--json")
     assert fixed.exit_code == 0, fixed.stdout
     repaired = json.loads(fixed.stdout)["repaired"]

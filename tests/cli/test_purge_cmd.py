@@ -173,7 +173,7 @@ def test_the_result_names_the_earlier_copies_rheo_wrote(rheo, api, monkeypatch, 
     back = rheo("import", str(exported))
     assert back.exit_code == 0, back.stderr
     assert "imported nothing new; 2 already present" in back.stdout  # the session, turn 1
-    assert ("left out 2 record(s) that 'rheo purge' erased from this store; --include-purged "
+    assert ("left out 2 records that 'rheo purge' erased from this store; --include-purged "
             "brings them back") in back.stderr  # fmt: skip
     assert [r[0] for r in db_rows(home, "SELECT content FROM turns")] == ["hello there"]
     as_json = json.loads(rheo("import", str(exported), "--json").stdout)

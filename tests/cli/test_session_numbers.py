@@ -93,3 +93,15 @@ def test_ask_session_continues_the_session_by_its_number(rheo, api, store):
     assert numbers(rheo) == {2: 4}
     wrong = rheo("ask", "--session", "1", "nope")
     assert wrong.exit_code != 0 and "Traceback" not in wrong.stderr
+
+
+def test_ask_session_takes_the_number_as_listings_write_it(rheo, api, store):
+    route(api)
+    assert rheo("ask", "first").exit_code == 0
+    assert rheo("ask", "--new", "second").exit_code == 0
+    joined = rheo("ask", "--session", "s1", "--json", "back to the first")
+    assert joined.exit_code == 0, joined.stderr
+    assert json.loads(joined.stdout)["session_number"] == 1
+    for bad in ("sx", "s0", "-3"):
+        refused = rheo("ask", "--session", bad, "nope")
+        assert refused.exit_code == 2 and "is not a session number" in refused.stderr, bad

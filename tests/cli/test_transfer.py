@@ -386,3 +386,22 @@ def test_backup_to_a_folder_is_refused_in_one_line_and_writes_nothing(rheo, tmp_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bkdir", "rheo-home"]
     assert list((tmp_path / "bkdir").iterdir()) == []
     assert rheo("backup", "bkdir/mine.db").exit_code == 0
+
+
+def test_export_replaces_an_existing_file_only_with_force(rheo, tmp_path):
+    dest = tmp_path / "e.jsonl"
+    assert rheo("memory", "add", "Ana likes tea", "-t", "ana").exit_code == 0
+    assert rheo("export", "-o", str(dest)).exit_code == 0
+    first = dest.read_text()
+    assert rheo("memory", "add", "Bo likes coffee", "-t", "bo").exit_code == 0
+    refused = rheo("export", "-o", str(dest))
+    assert refused.exit_code == 2 and "--force" in refused.stderr
+    assert dest.read_text() == first
+    replaced = rheo("export", "-o", str(dest), "--force")
+    assert replaced.exit_code == 0, replaced.stderr
+    assert "Bo likes coffee" in dest.read_text() and "Bo likes coffee" not in first
+    assert dest.stat().st_mode & 0o777 == 0o600
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    wrong = rheo("export", "-o", str(folder), "--force")
+    assert wrong.exit_code in (1, 2) and "Traceback" not in wrong.stderr and folder.is_dir()

@@ -74,3 +74,18 @@ def test_context_explain_shows_an_excerpt_and_the_matched_words(rheo):
     line = next(ln for ln in out.splitlines() if "item:1" in ln)
     assert "Ana prefers green tea" in line and "matched:" in line and "tea" in line
     assert json.loads(rheo("context", "--json", "tea").stdout)["sections"]
+
+
+def test_counts_agree_with_their_nouns(rheo, tmp_path):
+    from rheo_cli.ui.wording import plural
+
+    assert [plural(n, "turn") for n in (0, 1, 2, 1204)] == [
+        "0 turns",
+        "1 turn",
+        "2 turns",
+        "1,204 turns",
+    ]
+    assert plural(1, "digest job") == "1 digest job"
+    assert rheo("memory", "add", "Ana likes tea", "-t", "ana").exit_code == 0
+    told = rheo("export", "-o", str(tmp_path / "e.jsonl")).stderr
+    assert "records of default" in told and "record(s)" not in told

@@ -280,3 +280,10 @@ def test_readme_llama_cpp_setup_learns_with_the_chat_model(rheo, home):
     assert "the chat model" in shown.stdout
     listed = json.loads(rheo("memory", "list", "--json").stdout)
     assert listed[0]["content"]["label"] == "Lives in Porto"
+
+
+def test_providers_command_explains_its_marks(rheo, home):
+    listed = rheo("providers").stdout
+    marks = {line[:4] for line in listed.splitlines() if line[:4] in ("ok  ", "--  ")}
+    assert marks, listed
+    assert "ok = ready to use" in listed and "-- = not ready" in listed

@@ -197,3 +197,18 @@ def test_a_reply_whose_session_was_purged_meanwhile_is_one_line_and_the_repl_goe
     assert "fine again" in out
     rows = db_rows(home, "SELECT content FROM turns ORDER BY id")
     assert [r[0] for r in rows] == ["second", "fine again"]
+
+
+def test_the_prompt_says_incognito_while_it_is_on(pipe, api, home, monkeypatch):
+    from prompt_toolkit import PromptSession
+
+    shown: list[str] = []
+    real = PromptSession.prompt
+
+    def spy(self, message=None, *args, **kwargs):
+        shown.append(str(message))
+        return real(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(PromptSession, "prompt", spy)
+    repl(pipe, "/incognito on\r/incognito off\r" + CTRL_D)
+    assert shown[:3] == ["› ", "incognito › ", "› "], shown

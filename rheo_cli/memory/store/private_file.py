@@ -30,14 +30,18 @@ def ensure_private_dir(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def new_private_file(dest: str | os.PathLike[str]) -> Iterator[Path]:
+def new_private_file(dest: str | os.PathLike[str], *, replace: bool = False) -> Iterator[Path]:
     """Yield the path of an empty temporary file (mode 0600) beside ``dest`` to write; when
     the block ends without an exception it becomes ``dest`` (mode 0600), else it is removed.
 
-    Raises StoreError when ``dest`` exists (before or when the block ends) or its folder
-    cannot be written; the block's own exceptions pass through unchanged."""
+    ``replace``: an existing regular file ``dest`` is replaced at once when the block ends
+    (never left half-written). Raises StoreError when ``dest`` exists (before or when the
+    block ends; with ``replace``, when it is not a regular file) or its folder cannot be
+    written; the block's own exceptions pass through unchanged."""
     path = Path(dest)
-    if path.exists() or path.is_symlink():
+    if replace and path.exists() and not path.is_symlink() and not path.is_file():
+        raise StoreError(f"{path} is not a regular file: choose a new file")
+    if not replace and (path.exists() or path.is_symlink()):
         raise StoreError(f"{path} already exists: choose a new file")
     try:
         ensure_private_dir(path.parent)
@@ -50,6 +54,9 @@ def new_private_file(dest: str | os.PathLike[str]) -> Iterator[Path]:
         yield partial
         os.chmod(partial, 0o600)
         _sync(partial)  # on disk before it has the name: a crash never leaves NAME empty
+        if replace:
+            os.replace(partial, path)
+            return
         try:
             os.link(partial, path)  # never replaces: fails if the name was taken meanwhile
         except FileExistsError:
