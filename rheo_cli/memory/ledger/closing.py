@@ -89,6 +89,27 @@ def queue_closed_sessions(
             conn.execute(f"PRAGMA busy_timeout = {int(previous)}")
 
 
+NEWEST_OPEN = (
+    "SELECT s.last_turn_at FROM sessions s WHERE s.profile = ? "
+    "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
+    "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.profile = s.profile "
+    "AND j.kind = 'digest' AND j.ref_id = s.id) ORDER BY s.last_turn_at DESC, s.id DESC LIMIT 1"
+)
+
+
+def next_close(conn: sqlite3.Connection, *, profile: str, gap_s: float) -> datetime | None:
+    """When the profile's newest session without a digest or digest job closes by time: its
+    last turn plus ``gap_s`` seconds (aware, UTC); None when every session has one. Reads
+    only."""
+    from ..store.timeutil import from_stored
+
+    row = conn.execute(NEWEST_OPEN, (profile,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    last = row[0] if isinstance(row[0], datetime) else from_stored(str(row[0]))
+    return last + timedelta(seconds=gap_s)
+
+
 def profiles_with_sessions(conn: sqlite3.Connection) -> list[str]:
     """Every profile that has at least one session (for the worker, which serves them all):
     one index seek per profile, however many sessions there are."""
