@@ -47,24 +47,16 @@ def peer_allowed(conn: socket.socket, uid: int | None = None) -> bool:
 
 
 def warm() -> None:
-    """Import what a request needs, so a forked child starts with it loaded."""
+    """Import and ready what a request needs, so a forked child starts with it done."""
+    from ..app import warm as app_warm
     from ..cli import main as cli_main
     from ..providers import anthropic_api
 
     cli_main.prepare()
     anthropic_api.warm()
-    for name in (
-        "anthropic",
-        "rheo_cli.app.conversation",
-        "rheo_cli.app.tools.chat",
-        "rheo_cli.ui.stream",
-        "rheo_cli.ui.output",
-        "rheo_cli.mcpserver.server",
-        "rheo_cli.app.worker_process",
-        "rheo_cli.resident.child",
-    ):
-        with contextlib.suppress(Exception):
-            __import__(name)
+    app_warm.prepare()
+    with contextlib.suppress(Exception):
+        from . import background, child  # noqa: F401
 
 
 def listen(rheo_home: str) -> socket.socket:
