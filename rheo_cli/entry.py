@@ -38,7 +38,11 @@ def resident_status(argv: list[str], command: str | None) -> int | None:
         return None
     from .resident import client
 
-    return client.run(argv)
+    try:
+        return client.run(argv)
+    except KeyboardInterrupt:  # before the request left: nothing was sent or stored
+        sys.stderr.write("rheo: interrupted\n")
+        return 130
 
 
 def main() -> None:
