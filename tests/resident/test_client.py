@@ -88,13 +88,12 @@ def test_resident_off_runs_in_process_and_starts_nothing(resident, api, home):
     api.default = text("ok")
     result = resident.run("ask", "hi", RHEO_RESIDENT="0")
     assert result.returncode == 0, result.stderr
-    time.sleep(0.5)
-    assert not os.path.exists(protocol.socket_path(str(home)))
+    assert not os.path.exists(protocol.run_dir(str(home)))  # none was started
     (home / "config.toml").write_text('[resident]\nmode = "off"\n')
-    env = {k: v for k, v in resident.env.items() if k != "RHEO_RESIDENT"}
-    resident.env = env
-    assert resident.run("ask", "hi").returncode == 0
-    assert resident.status() is None
+    resident.env["RHEO_RESIDENT"] = ""  # unset: config.toml decides
+    off = resident.run("ask", "hi")
+    assert off.returncode == 0, off.stderr
+    assert not os.path.exists(protocol.run_dir(str(home)))
 
 
 def test_a_stale_socket_is_replaced_and_the_ask_answered_in_process(resident, api, home):
@@ -120,3 +119,17 @@ def test_a_resident_of_another_build_retires_and_the_client_runs_in_process(resi
     while os.path.exists(protocol.socket_path(str(home))) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not os.path.exists(protocol.socket_path(str(home)))
+
+
+def test_incognito_through_the_resident_stores_nothing(resident, api, home):
+    resident.ready()
+    api.default = text("secret kept")
+    served = resident.status()["served"]
+    result = resident.run("ask", "--incognito", "my secret", RHEO_WORKER="spawn")
+    assert (result.returncode, result.stdout) == (0, "secret kept\n"), result.stderr
+    assert resident.status()["served"] == served + 1
+    assert db_rows(home, "SELECT count(*) AS n FROM turns")[0]["n"] == 0
+    time.sleep(1)
+    assert [r for r in api.message_requests if "my secret" in json.dumps(r.body)] == [
+        api.message_requests[0]
+    ]
