@@ -8,7 +8,7 @@ import time
 
 import pytest
 from fakeapi import text
-from helpers import db_rows, facts_reply, kind_of
+from helpers import db_rows, facts_reply, kind_of, request_text
 
 
 def _handler(rec):
@@ -39,3 +39,7 @@ def test_the_digest_is_written_at_session_close_without_another_message(resident
     assert "Porto" in digests[0]["narrative"]
     kinds = [kind_of(r) for r in api.message_requests]
     assert kinds.count("chat") == 1 and "extract" in kinds
+    later = resident.run("ask", "where were we?")  # after the pause: the digest is in context
+    assert later.returncode == 0, later.stderr
+    chats = [r for r in api.message_requests if kind_of(r) == "chat"]
+    assert "They talked about moving to Porto." in request_text(chats[-1])
