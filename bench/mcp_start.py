@@ -51,7 +51,7 @@ def plain(code: str) -> Callable[[], float]:
 def rheo_mcp(home: str, *, until: str) -> Callable[[], float]:
     """Seconds from starting ``rheo mcp`` to reading its answer to ``initialize`` (``until``
     ``initialize``) or to ``tools/list`` sent right after it (``tools``)."""
-    env = {**os.environ, "RHEO_HOME": home, "RHEO_WORKER": "off"}
+    env = {**os.environ, "RHEO_HOME": home, "RHEO_WORKER": "off", "RHEO_RESIDENT": "0"}
 
     def run() -> float:
         start = time.perf_counter()

@@ -75,6 +75,11 @@ class Config:
     providers: ProviderSettings = ProviderSettings()
     assistants: dict[str, AssistantConfig] = field(default_factory=dict)
     """``[assistants.NAME]`` tables by name."""
+    resident: bool = True
+    """``[resident] mode``: whether ``rheo ask`` and ``rheo mcp`` use the resident rheo (its
+    thin client reads config.toml itself; this is what ``rheo config show`` reports)."""
+    resident_idle_s: float = 15 * 60.0
+    """``[resident] idle_minutes`` in seconds."""
 
 
 MAX_CONFIG_BYTES = 256 * 1024
@@ -153,6 +158,8 @@ def build(values: dict[str, Any], path: Path) -> Config:
         redis_ttl_s=get("store.redis_ttl_days") * 86400,
         providers=providers,
         assistants=_assistants(values, path),
+        resident=get("resident.mode") == "on",
+        resident_idle_s=get("resident.idle_minutes") * 60,
     )
 
 

@@ -186,6 +186,15 @@ def _http(key: Key, value: str) -> str:
     return value
 
 
+def _on_off(key: Key, value: str) -> str:
+    word = value.lower()
+    if word in ("on", "1", "true", "yes"):
+        return "on"
+    if word in ("off", "0", "false", "no"):
+        return "off"
+    raise BadValue(f'{key.where} must be "on" or "off", not {value!r}')
+
+
 def _variable(key: Key, value: str) -> str:
     if value and not value.replace("_", "").isalnum():
         raise BadValue(f'{key.where} must name an environment variable (or be ""), not {value!r}')
@@ -284,6 +293,24 @@ KEYS: tuple[Key, ...] = (
         4.0,
         lo=0.01,
         hi=24 * 365,
+    ),
+    Key(
+        "resident.mode",
+        "str",
+        'keep a resident rheo warm for "rheo ask" and "rheo mcp" ("on" or "off")',
+        "on",
+        "off",
+        env="RHEO_RESIDENT",
+        check=_on_off,
+    ),
+    Key(
+        "resident.idle_minutes",
+        "float",
+        "minutes without a request before the resident exits",
+        15.0,
+        30.0,
+        lo=0.05,
+        hi=24 * 60,
     ),
     Key("memory.cap", "int", "active memory items per profile", 50, 80, lo=1, hi=100_000),
     Key("memory.floor", "float", "lowest confidence decay reaches", 0.3, 0.25, lo=0, hi=1),

@@ -26,12 +26,35 @@ def command_of(argv: list[str]) -> str | None:
     return ""
 
 
+def resident_status(argv: list[str], command: str | None) -> int | None:
+    """The exit status of ``argv`` run by the resident rheo (`rheo_cli.resident.client`),
+    or of ``rheo resident ...``; None when the command runs in this process."""
+    if command == "resident":
+        from .resident import control
+
+        return control.main(argv[argv.index("resident") + 1 :])
+    piped = command == "" and sys.stdin is not None and not sys.stdin.isatty()
+    if command not in ("ask", "mcp") and not piped:
+        return None
+    from .resident import client
+
+    try:
+        return client.run(argv)
+    except KeyboardInterrupt:  # before the request left: nothing was sent or stored
+        sys.stderr.write("rheo: interrupted\n")
+        return 130
+
+
 def main() -> None:
     """Entry point of the ``rheo`` script."""
     import os
 
     completing = bool(os.environ.get("_RHEO_COMPLETE"))  # the shell asks for Tab completions
     quick = {"--version", "-V", "--install-completion", "--show-completion"}
+    if not completing and not quick & set(sys.argv[1:]):
+        code = resident_status(sys.argv[1:], command_of(sys.argv[1:]))
+        if code is not None:
+            sys.exit(code)
     if (
         not completing
         and not quick & set(sys.argv[1:])

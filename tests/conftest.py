@@ -48,6 +48,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "rheo-home"
     monkeypatch.setenv("RHEO_HOME", str(folder))
     monkeypatch.setenv("RHEO_WORKER", "off")
+    monkeypatch.setenv("RHEO_RESIDENT", "0")  # the suite runs in-process; resident tests opt in
     monkeypatch.setenv("HOME", str(tmp_path))
     # A real `claude` on the machine must not be picked (and run) by automatic selection.
     path = os.environ.get("PATH", "").split(os.pathsep)

@@ -44,7 +44,10 @@ LAYERS: dict[str, set[str]] = {
         "transfer",
         "mcpserver",
     },
-    "entry": {"cli", "core", "providers"},
+    # the resident rheo: its thin client (standard library) and the warm server that runs
+    # the command line for it
+    "resident": {"cli", "app", "core", "background", "providers"},
+    "entry": {"cli", "core", "providers", "resident"},
 }
 """A layer is a top-level package of rheo_cli, or ``core`` for its top-level modules."""
 

@@ -119,6 +119,14 @@ class App:
             return []
         return queue_closed(conn, self.profile, self.now(), self.settings)
 
+    def next_session_close(self) -> datetime | None:
+        """When this profile's newest session still waiting for its digest closes by time
+        (its last turn plus the gap; aware); None when none waits. Raises the engine's
+        StoreError / sqlite3.Error when the store cannot be read."""
+        from ..memory.ledger import closing
+
+        return closing.next_close(self.conn, profile=self.profile, gap_s=self.settings.gap_s)
+
     def provider(self) -> Provider:
         """The chat provider (created on first use; its SDK is imported on its first call).
 

@@ -15,6 +15,14 @@ def main() -> int:
     if sys.argv[1:] != ["--worker"]:
         sys.stderr.write("usage: python -m rheo_cli.app.worker_process --worker\n")
         return 2
+    return run_worker()
+
+
+def run_worker() -> int:
+    """The detached worker's work in this process (the environment names RHEO_HOME,
+    RHEO_PROFILE, the provider): queue the sessions closed by time, run every runnable job,
+    wait for those due within a minute. Returns an exit status; never raises for a store or
+    configuration problem (it is written on stderr)."""
     from ..background.worker import detached_main
 
     try:

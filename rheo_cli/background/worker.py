@@ -417,12 +417,21 @@ def spawn(rt: Services) -> None:
         )
 
 
+DEFERRED: list[tuple[str, str | None]] | None = None
+"""Set (a list) by a resident's request process, which runs the worker itself once its
+client is answered: ``kick`` then records ``(profile, provider kind)`` instead of spawning."""
+
+
 def kick(rt: Services) -> None:
     """Get queued jobs running as ``RHEO_WORKER`` says: ``spawn`` (default, a detached
-    process), ``inline`` (now, in this process), or ``off`` (leave them for
+    process — or, in a resident's request process, the same process once the client has its
+    answer: `DEFERRED`), ``inline`` (now, in this process), or ``off`` (leave them for
     ``rheo maintain``)."""
     mode = os.environ.get("RHEO_WORKER", "spawn").strip().lower() or "spawn"
     if mode == "off":
+        return
+    if DEFERRED is not None and mode != "inline":
+        DEFERRED.append((rt.profile, rt.choice.kind if rt.choice is not None else None))
         return
     if mode == "inline":
         with worker_lock(rt):

@@ -8,7 +8,7 @@ so ``rheo --help`` and the read-only commands start fast.
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -137,6 +137,18 @@ app.command("import", rich_help_panel=MAINTENANCE)(import_cmd.import_)
 app.command("import-history", hidden=True)(import_cmd.import_history)
 
 
+_COMMAND: Any = None
+"""The click command tree, built once by `prepare` (the resident, before it forks)."""
+
+
+def prepare() -> None:
+    """Build the command tree now rather than at each `run` (typer builds it per call)."""
+    global _COMMAND
+    import typer.main
+
+    _COMMAND = typer.main.get_command(app)
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the command line and return the exit status; usage errors are one line."""
     import os
@@ -155,7 +167,8 @@ def run(argv: list[str] | None = None) -> int:
         say_error(str(exc))
         return int(ExitStatus.USAGE)
     try:
-        result = app(args=args, prog_name="rheo", standalone_mode=False)
+        command = app if _COMMAND is None else _COMMAND
+        result = command(args=args, prog_name="rheo", standalone_mode=False)
     except KeyboardInterrupt:
         say_error("interrupted")
         return int(ExitStatus.INTERRUPTED)

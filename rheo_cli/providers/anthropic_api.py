@@ -46,6 +46,77 @@ def preload() -> None:
     _preload_thread.start()
 
 
+_TLS: Any = None
+"""The TLS context `warm` prepared (a resident's requests share it, rather than each
+reading the CA file again); None in a plain ``rheo`` process."""
+_TLS_FOR: tuple[str, str] | None = None
+"""``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` when `_TLS` was made: it serves only requests
+that name the same."""
+
+_WARM_EVENTS = (
+    ("message_start", {"type": "message_start", "message": {"id": "m", "type": "message",
+     "role": "assistant", "model": "warm", "content": [], "stop_reason": None,
+     "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+    ("content_block_start", {"type": "content_block_start", "index": 0,
+     "content_block": {"type": "text", "text": ""}}),
+    ("content_block_delta", {"type": "content_block_delta", "index": 0,
+     "delta": {"type": "text_delta", "text": "ok"}}),
+    ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn",
+     "stop_sequence": None}, "usage": {"output_tokens": 1}}),
+    ("message_stop", {"type": "message_stop"}),
+)  # fmt: skip
+
+
+def warm() -> None:
+    """Prepare this process to fork requests that call Claude (the resident does): import
+    the SDK, build the TLS context once, and stream one reply from an in-memory transport (no
+    network) so the SDK's lazily built validators exist before the first real call. Never
+    raises: anything left undone is done by the first call, as without it."""
+    global _TLS, _TLS_FOR
+    with contextlib.suppress(Exception):
+        import anthropic
+        import httpx2
+        from httpcore2._ssl import default_ssl_context
+
+        _TLS = default_ssl_context()
+        _TLS_FOR = _cert_settings()
+        body = b"".join(
+            f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in _WARM_EVENTS
+        )
+
+        def answer(request: Any) -> Any:
+            headers = {"content-type": "text/event-stream"}
+            return httpx2.Response(200, headers=headers, content=body)
+
+        transport = httpx2.MockTransport(answer)
+        with anthropic.Anthropic(
+            api_key="warm",
+            base_url="http://warm.invalid",
+            http_client=httpx2.Client(transport=transport),
+            max_retries=0,
+        ) as client:
+            params: Any = {"model": "warm", "max_tokens": 1, "messages": []}
+            with client.messages.stream(**params) as stream:
+                for _ in stream:
+                    pass
+                stream.get_final_message()
+
+
+def _cert_settings() -> tuple[str, str]:
+    return os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", "")
+
+
+def _http_client() -> Any:
+    """An SDK HTTP client over the TLS context `warm` prepared; None (the SDK builds its
+    own) without one, or when ``SSL_CERT_FILE``/``SSL_CERT_DIR`` now name other CAs."""
+    if _TLS is None or _cert_settings() != _TLS_FOR:
+        return None
+    import anthropic
+
+    return anthropic.DefaultHttpxClient(verify=_TLS)
+
+
 def has_credentials(environ: dict[str, str] | None = None) -> bool:
     """True when ``ANTHROPIC_API_KEY`` or ``ANTHROPIC_AUTH_TOKEN`` is set and not blank."""
     env = os.environ if environ is None else environ
@@ -99,6 +170,7 @@ class AnthropicProvider:
                 base_url=base_url,
                 timeout=self.timeout_s,
                 max_retries=0,
+                http_client=_http_client(),
             )
         except Exception as exc:  # noqa: BLE001 - e.g. httpx.InvalidURL for "http://[::1"
             where = redact(base_url or "")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -49,3 +50,6 @@ _load_netguard()
 # A broken foreign sitecustomize must not undo the guard (already installed above).
 with contextlib.suppress(Exception):
     _chain_shadowed_sitecustomize()
+# Test subprocesses run rheo in-process, as the suite does, unless a test asks for the
+# resident (tests/resident sets RHEO_RESIDENT=1): no test leaves a resident running.
+os.environ.setdefault("RHEO_RESIDENT", "0")

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from ..store.api import Connection
 from ..store.db import write
-from ..store.timeutil import to_stored
+from ..store.timeutil import from_stored, to_stored
 
 RECENT_SESSIONS = 8
 """How many of a profile's newest sessions (by their last turn's time) are looked at (older
@@ -80,6 +80,25 @@ def queue_closed_sessions(
             if cur.rowcount == 1:
                 queued.append(session_id)
     return queued
+
+
+NEWEST_OPEN = (
+    "SELECT s.last_turn_at FROM sessions s WHERE s.profile = ? "
+    "AND NOT EXISTS (SELECT 1 FROM digests d WHERE d.session_id = s.id) "
+    "AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.profile = s.profile "
+    "AND j.kind = 'digest' AND j.ref_id = s.id) ORDER BY s.last_turn_at DESC, s.id DESC LIMIT 1"
+)
+
+
+def next_close(conn: Connection, *, profile: str, gap_s: float) -> datetime | None:
+    """When the profile's newest session without a digest or digest job closes by time: its
+    last turn plus ``gap_s`` seconds (aware, UTC); None when every session has one. Reads
+    only."""
+    row = conn.execute(NEWEST_OPEN, (profile,)).fetchone()
+    if row is None or row[0] is None:
+        return None
+    last = row[0] if isinstance(row[0], datetime) else from_stored(str(row[0]))
+    return last + timedelta(seconds=gap_s)
 
 
 def profiles_with_sessions(conn: Connection) -> list[str]:

@@ -1,0 +1,138 @@
+"""One request, in a process forked from the warm resident: take on the client's
+descriptors, environment, working folder and umask, run the command line exactly as the
+``rheo`` process would, send the exit status; then, with the client gone, do the memory work
+the command queued (`background`)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+from typing import Any
+
+from . import protocol
+
+
+def _streams(spec: list[Any]) -> None:
+    """New ``sys.stdin``/``stdout``/``stderr`` over descriptors 0-2 with the client's
+    encodings; stdout line-buffered on a terminal, block-buffered elsewhere (as Python's)."""
+
+    def pair(i: int) -> tuple[str, str]:
+        try:
+            enc, errors = spec[i]
+        except (IndexError, TypeError, ValueError):
+            enc, errors = None, None
+        return str(enc or "utf-8"), str(errors or "strict")
+
+    def wrap(fd: int, mode: str, line_buffering: bool) -> io.TextIOWrapper:
+        enc, errors = pair(fd)
+        raw = open(fd, mode, closefd=False)  # noqa: SIM115 - the process's own stream
+        return io.TextIOWrapper(raw, encoding=enc, errors=errors, line_buffering=line_buffering)
+
+    sys.stdin = wrap(0, "rb", False)
+    sys.stdout = wrap(1, "wb", os.isatty(1))
+    sys.stderr = wrap(2, "wb", True)
+    setattr(sys, "__stdin__", sys.stdin)  # noqa: B010 - what Python set them to at start
+    setattr(sys, "__stdout__", sys.stdout)  # noqa: B010
+    setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
+
+
+def take_on(fds: list[int], message: dict[str, Any]) -> list[str]:
+    """Become the client's process: its descriptors 0-2, environment (``TZ`` applied),
+    folder, umask and arguments; Python's own signal handling. Returns the arguments."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    env = message.get("env")
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in (env or {}).items()})
+    time.tzset()
+    if message.get("cwd"):
+        with contextlib.suppress(OSError):
+            os.chdir(str(message["cwd"]))
+    if isinstance(message.get("umask"), int):
+        os.umask(message["umask"] & 0o777)
+    argv = [str(a) for a in message.get("argv") or []]
+    sys.argv = ["rheo", *argv]
+    _streams(message.get("streams") or [])
+    return argv
+
+
+def run_command() -> int:
+    """Run the command line in ``sys.argv`` and return its exit status as the ``rheo``
+    process would have exited with."""
+    from ..cli.main import main as cli_main
+
+    try:
+        cli_main()
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        with contextlib.suppress(Exception):
+            sys.stderr.write(f"{code}\n")
+        return 1
+    return 0
+
+
+def _detach(rheo_home: str) -> None:
+    """Let go of the client's descriptors (its pipes see their end), stderr to the log."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    try:
+        log = os.open(
+            os.path.join(protocol.run_dir(rheo_home), protocol.LOG_NAME),
+            os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+            0o600,
+        )
+        os.dup2(log, 2)
+        os.close(log)
+    except OSError:
+        os.dup2(null, 2)
+    os.close(null)
+
+
+def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: Any) -> None:
+    """The child's whole life (ends with ``os._exit``)."""
+    code = 1
+    try:
+        with contextlib.suppress(Exception):
+            if listener is not None:
+                listener.close()
+        rheo_home = protocol.home(message.get("env") or {})
+        take_on(fds, message)
+        from . import background
+
+        background.defer()
+        conn.settimeout(None)
+        conn.sendall(protocol.encode({"pid": os.getpid()}))
+        code = run_command()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        with contextlib.suppress(OSError):
+            conn.sendall(protocol.encode({"exit": code}))
+        conn.close()
+        _detach(rheo_home)
+        background.after_request(rheo_home)
+    except BaseException:  # noqa: BLE001 - a child must never return into the server loop
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        os._exit(0)

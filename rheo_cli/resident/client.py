@@ -1,0 +1,171 @@
+"""The thin side of ``rheo ask`` and ``rheo mcp``, standard library only: hand the command
+to the resident (arguments, environment, working folder and the terminal's own stdin,
+stdout and stderr, so output, colours and pipes behave as in-process), forward Ctrl-C and
+termination signals to the process that runs it, and exit with its status.
+
+`run` returns None whenever the command should run in this process instead: the resident
+is off (``RHEO_RESIDENT=0``, ``[resident] mode = "off"``), not running (it is started for the
+next command), stale, of another build, or unreachable. Once the resident has taken the
+request, falling back would store the question twice, so a resident that dies mid-answer
+ends the command with one line and status 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+from typing import Any
+
+from . import launch, protocol
+
+OFF_WORDS = {"0", "off", "false", "no"}
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+CONNECT_TIMEOUT_S = 2.0
+
+
+def enabled(environ: Any, rheo_home: str) -> bool:
+    """Whether rheo may use a resident: ``RHEO_RESIDENT`` wins, then config.toml's
+    ``[resident] mode``; on when neither says. A config.toml that does not parse: off (the
+    in-process command reports it)."""
+    flag = environ.get("RHEO_RESIDENT", "").strip().lower()
+    if flag:
+        return flag not in OFF_WORDS
+    path = os.path.join(rheo_home, "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    if b"resident" not in raw:
+        return True
+    try:
+        import tomllib
+
+        table = tomllib.loads(raw.decode()).get("resident", {})
+    except (ValueError, UnicodeDecodeError):
+        return False
+    mode = table.get("mode", "on") if isinstance(table, dict) else "on"
+    return str(mode).strip().lower() not in OFF_WORDS
+
+
+def _streams() -> list[list[str | None]]:
+    """Encoding and error handler of this process's stdin, stdout and stderr."""
+    out = []
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        out.append([getattr(stream, "encoding", None), getattr(stream, "errors", None)])
+    return out
+
+
+def request(argv: list[str]) -> dict[str, Any]:
+    """The request message for ``argv`` (the arguments after ``rheo``)."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return {
+        "argv": argv,
+        "env": dict(os.environ),
+        "cwd": cwd,
+        "umask": umask,
+        "stamp": protocol.stamp(),
+        "streams": _streams(),
+    }
+
+
+def connect(rheo_home: str) -> socket.socket:
+    """A connection to the resident of ``rheo_home``. Raises OSError (FileNotFoundError or
+    ConnectionRefusedError: none runs there)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect(protocol.socket_path(rheo_home))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def _send(sock: socket.socket, data: bytes) -> None:
+    """Send ``data`` with descriptors 0, 1 and 2 attached to its first byte."""
+    sent = socket.send_fds(sock, [data], [0, 1, 2])
+    if sent < len(data):
+        sock.sendall(data[sent:])
+
+
+def _streams_open() -> bool:
+    try:
+        for fd in (0, 1, 2):
+            os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def run(argv: list[str]) -> int | None:
+    """Run ``rheo ARGV`` in the resident and return its exit status; None: run it here
+    (see the module's docstring). Never raises but for KeyboardInterrupt before the
+    request left."""
+    rheo_home = protocol.home()
+    if not enabled(os.environ, rheo_home) or not _streams_open():
+        return None
+    try:
+        sock = connect(rheo_home)
+    except (FileNotFoundError, ConnectionRefusedError):
+        launch.start(rheo_home)
+        return None
+    except OSError:
+        return None
+    with sock:
+        try:
+            _send(sock, protocol.encode(request(argv)))
+            sock.settimeout(None)
+            reader = protocol.LineReader(sock)
+            first = reader.next()
+        except (OSError, ValueError):
+            return None
+        if first is None or "pid" not in first:
+            if first is not None and "mismatch" in first:
+                launch.start(rheo_home)  # the old one retires; a new one serves the next
+            return None
+        return _follow(reader, int(first["pid"]), asking="mcp" not in argv)
+
+
+def _follow(reader: protocol.LineReader, pid: int, *, asking: bool) -> int:
+    """Wait for the exit status of the request running as ``pid``, forwarding signals."""
+
+    def forward(signum: int, frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
+
+    for signum in FORWARDED:
+        signal.signal(signum, forward)
+    try:
+        message = reader.next()
+    except (OSError, ValueError):
+        message = None
+    if message is None or not isinstance(message.get("exit"), int):
+        _say(
+            "rheo: the resident process stopped before the command ended"
+            + (
+                "; a question it stored is kept: 'rheo ask --retry' sends it again"
+                if asking
+                else ""
+            )
+        )
+        return 1
+    return int(message["exit"])
+
+
+def _say(line: str) -> None:
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,268 @@
+"""The resident's listening loop: ``python -m rheo_cli.resident.server RHEO_HOME``.
+
+It takes ``resident.lock`` (another resident holds it: exit at once), imports what
+``rheo ask`` and ``rheo mcp`` need, listens on ``RHEO_HOME/run/resident.sock`` (0600 in a
+0700 folder) and forks one `child` per request from the warm process, so each request has
+its own environment, descriptors and signals, and nothing of one reaches the next. Only
+peers of this user are served (SO_PEERCRED). It exits when it has had no request for the
+idle time and no child (a request, or memory work waiting for a session to close) runs;
+SIGTERM, ``rheo resident stop`` and a client of another build make it retire: stop
+listening, let running requests finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+from typing import Any
+
+from . import protocol
+
+IDLE_S = 15 * 60.0
+"""Default idle time (seconds) before the resident exits; ``[resident] idle_minutes``."""
+RECV_TIMEOUT_S = 5.0
+"""How long a connected client may take to send its request line."""
+
+
+def peer_uid(conn: socket.socket) -> int:
+    """The uid of the process at the other end of the Unix socket ``conn`` (SO_PEERCRED).
+    Raises OSError."""
+    raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", raw)[1])
+
+
+def peer_allowed(conn: socket.socket, uid: int | None = None) -> bool:
+    """Whether the peer of ``conn`` runs as ``uid`` (default: this process's user)."""
+    try:
+        return peer_uid(conn) == (os.getuid() if uid is None else uid)
+    except OSError:
+        return False
+
+
+def warm() -> None:
+    """Import and ready what a request needs, so a forked child starts with it done."""
+    from ..app import warm as app_warm
+    from ..cli import main as cli_main
+    from ..providers import anthropic_api
+
+    cli_main.prepare()
+    anthropic_api.warm()
+    app_warm.prepare()
+    with contextlib.suppress(Exception):
+        from . import background, child  # noqa: F401
+
+
+def listen(rheo_home: str) -> socket.socket:
+    """Bind the socket (a stale file in its place is removed: the lock says none runs)."""
+    path = protocol.socket_path(rheo_home)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(path)
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(64)
+    return sock
+
+
+class Resident:
+    """One resident's state: the listening socket, its children, when it was last used."""
+
+    def __init__(self, rheo_home: str, sock: socket.socket, lock: int, idle_s: float) -> None:
+        self.home = rheo_home
+        self.sock: socket.socket | None = sock
+        self.lock: int | None = lock
+        self.inode = os.stat(protocol.socket_path(rheo_home)).st_ino
+        self.idle_s = idle_s
+        self.stamp = protocol.stamp()
+        self.started = time.time()
+        self.last_used = time.monotonic()
+        self.children: dict[int, str] = {}
+        self.served = 0
+
+    def retire(self) -> None:
+        """Stop listening (the socket file goes if it is still ours) and let go of the lock,
+        so that a new resident may start; running children finish."""
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+        if self.sock is None:
+            return
+        path = protocol.socket_path(self.home)
+        with contextlib.suppress(OSError):
+            if os.stat(path).st_ino == self.inode:
+                os.unlink(path)
+        self.sock.close()
+        self.sock = None
+
+    def reap(self) -> None:
+        """Collect children that ended."""
+        while self.children:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if pid == 0:
+                return
+            self.children.pop(pid, None)
+            self.last_used = time.monotonic()
+
+    def done(self) -> bool:
+        """Whether the loop should end: retired or idle, with no child left."""
+        if self.children:
+            return False
+        return self.sock is None or time.monotonic() - self.last_used > self.idle_s
+
+    def serve(self) -> None:
+        """Accept requests until `done`."""
+        while not self.done():
+            self.reap()
+            ready = [self.sock] if self.sock is not None else []
+            try:
+                readable, _, _ = select.select(ready, [], [], 1.0) if ready else ([], [], [])
+                if not ready:
+                    time.sleep(0.5)
+            except (InterruptedError, OSError, ValueError):  # retired meanwhile (SIGTERM)
+                continue
+            if readable and self.sock is not None:
+                try:
+                    conn, _ = self.sock.accept()
+                except OSError:
+                    continue
+                with contextlib.suppress(Exception):
+                    self.handle(conn)
+
+    def handle(self, conn: socket.socket) -> None:
+        """Serve one connection: a request (forked), ``status`` or ``stop``."""
+        fds: list[int] = []
+        try:
+            if not peer_allowed(conn):
+                return
+            conn.settimeout(RECV_TIMEOUT_S)
+            message, fds = receive(conn)
+            self.last_used = time.monotonic()
+            op = message.get("op")
+            if op == "status":
+                conn.sendall(protocol.encode(self.status()))
+            elif op == "stop":
+                conn.sendall(protocol.encode({"stopping": os.getpid()}))
+                self.stop_children()
+                self.retire()
+            elif message.get("stamp") != self.stamp:
+                conn.sendall(protocol.encode({"mismatch": self.stamp}))
+                self.retire()
+            elif len(fds) == protocol.STREAM_FDS:
+                self.fork(conn, fds, message)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            conn.close()
+
+    def fork(self, conn: socket.socket, fds: list[int], message: dict[str, Any]) -> None:
+        """Run ``message`` in a child forked from this warm process."""
+        pid = os.fork()
+        if pid == 0:
+            from . import child
+
+            if self.lock is not None:
+                os.close(self.lock)  # the lock is the server's alone
+            child.run(conn, fds, message, self.sock)  # never returns
+        self.children[pid] = "request"
+        self.served += 1
+
+    def stop_children(self) -> None:
+        """SIGTERM the children that only wait for a session to close (requests finish)."""
+        for pid in watchers(self.home):
+            if pid in self.children:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
+
+    def status(self) -> dict[str, Any]:
+        """What ``rheo resident status`` shows."""
+        return {
+            "pid": os.getpid(),
+            "home": self.home,
+            "since": self.started,
+            "served": self.served,
+            "children": len(self.children),
+            "idle_s": self.idle_s,
+            "stamp": self.stamp,
+        }
+
+
+def watchers(rheo_home: str) -> list[int]:
+    """The processes waiting for a session of ``rheo_home`` to close (each writes its pid in
+    the ``watch-*.lock`` it holds)."""
+    folder = protocol.run_dir(rheo_home)
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            if name.startswith("watch-") and name.endswith(".lock"):
+                path = os.path.join(folder, name)
+                with contextlib.suppress(OSError, ValueError), open(path) as handle:
+                    found.append(int(handle.read().strip() or 0))
+    return [pid for pid in found if pid > 0]
+
+
+def receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The request line and the descriptors sent with it. Raises ValueError, OSError."""
+    data, fds, _, _ = socket.recv_fds(conn, 65536, protocol.STREAM_FDS)
+    while b"\n" not in data:
+        if not data or len(data) > protocol.MAX_LINE:
+            raise ValueError("no request")
+        more = conn.recv(65536)
+        if not more:
+            raise ValueError("no request")
+        data += more
+    return protocol.decode(data.partition(b"\n")[0]), list(fds)
+
+
+def idle_seconds(rheo_home: str) -> float:
+    """``[resident] idle_minutes`` of config.toml in seconds (`IDLE_S` without it)."""
+    with contextlib.suppress(Exception):
+        import tomllib
+
+        with open(os.path.join(rheo_home, "config.toml"), "rb") as handle:
+            minutes = tomllib.load(handle).get("resident", {}).get("idle_minutes")
+        if isinstance(minutes, int | float) and not isinstance(minutes, bool) and minutes > 0:
+            return float(minutes) * 60
+    return IDLE_S
+
+
+def main(argv: list[str]) -> int:
+    """Run the resident of RHEO_HOME ``argv[0]``; 0 when another one already runs."""
+    if len(argv) != 1:
+        sys.stderr.write("usage: python -m rheo_cli.resident.server RHEO_HOME\n")
+        return 2
+    rheo_home = argv[0]
+    protocol.ensure_run_dir(rheo_home)
+    lock = os.open(protocol.lock_path(rheo_home), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0
+    os.ftruncate(lock, 0)
+    os.write(lock, f"{os.getpid()}\n".encode())
+    warm()
+    resident = Resident(rheo_home, listen(rheo_home), lock, idle_seconds(rheo_home))
+    signal.signal(signal.SIGTERM, lambda *_: resident.retire())
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    resident.serve()
+    resident.retire()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

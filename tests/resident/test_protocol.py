@@ -1,0 +1,27 @@
+"""What the thin client decides with the standard library alone: the same RHEO_HOME as
+rheo's paths, and whether the resident is on."""
+
+from __future__ import annotations
+
+from rheo_cli import paths
+from rheo_cli.resident import client, protocol
+
+
+def test_the_home_is_the_one_rheo_uses(tmp_path):
+    env = {"RHEO_HOME": str(tmp_path / "h"), "HOME": str(tmp_path)}
+    assert protocol.home(env) == str(paths.resolve("default", env).home)
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    assert protocol.home(env) == str(tmp_path / "data" / "rheo")
+
+
+def test_the_variable_wins_over_the_config_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert client.enabled({}, str(tmp_path))  # no config.toml: on
+    (tmp_path / "config.toml").write_text('[resident]\nmode = "off"\n')
+    assert not client.enabled({}, str(tmp_path))
+    assert client.enabled({"RHEO_RESIDENT": "1"}, str(tmp_path))
+    (tmp_path / "config.toml").write_text("[resident]\nidle_minutes = 5\n")
+    assert client.enabled({}, str(tmp_path))
+    assert not client.enabled({"RHEO_RESIDENT": "off"}, str(tmp_path))
+    (tmp_path / "config.toml").write_text("[resident\n")  # broken: rheo reports it in-process
+    assert not client.enabled({}, str(tmp_path))

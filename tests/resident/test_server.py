@@ -1,0 +1,121 @@
+"""The resident's process: only this user may connect, a kill -9 of it or of a request's
+process loses nothing, Ctrl-C reaches the request, and it exits when idle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+from fakeapi import text
+from helpers import alive, db_rows, descendants
+
+from rheo_cli.resident import protocol, server
+
+SLOW = text("one two three four five six seven eight", chunks=8, chunk_delay=0.5)
+
+
+def test_a_peer_of_another_user_is_refused():
+    left, right = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with left, right:
+        assert server.peer_uid(left) == os.getuid()
+        assert server.peer_allowed(left)
+        assert not server.peer_allowed(left, uid=os.getuid() + 1)
+
+
+def _request_process(resident_pid: int, deadline_s: float = 60) -> int:
+    """The pid of the process the resident forked for the running request."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        found = descendants(resident_pid)
+        if found:
+            return min(found)
+        time.sleep(0.02)
+    raise AssertionError("no request process appeared")
+
+
+def _wait_for_text(api, deadline_s: float = 60) -> None:
+    deadline = time.monotonic() + deadline_s
+    while not api.message_requests and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(1.2)  # a few pieces of the reply have gone out
+
+
+def test_kill_9_of_the_resident_mid_reply_lets_the_answer_finish(resident, api, home):
+    pid = resident.pid()
+    api.default = SLOW
+    ask = resident.start("ask", "count")
+    _wait_for_text(api)
+    os.kill(pid, signal.SIGKILL)
+    out, err = ask.communicate(timeout=120)
+    assert (ask.returncode, out) == (0, "one two three four five six seven eight\n"), err
+    rows = db_rows(home, "SELECT role, status FROM turns ORDER BY id")
+    assert [(r["role"], r["status"]) for r in rows] == [("user", None), ("assistant", "ok")]
+    api.default = text("after")
+    again = resident.run("ask", "next")  # the socket is stale now: in-process, a new one starts
+    assert (again.returncode, again.stdout, again.stderr) == (0, "after\n", "")
+    assert resident.ready()["pid"] != pid
+
+
+def test_kill_9_of_the_request_process_ends_with_one_line_and_the_question_kept(
+    resident, api, home
+):
+    pid = resident.pid()
+    api.default = SLOW
+    ask = resident.start("ask", "count")
+    child = _request_process(pid)
+    _wait_for_text(api)
+    os.kill(child, signal.SIGKILL)
+    out, err = ask.communicate(timeout=60)
+    assert ask.returncode == 1
+    assert len(err.strip().splitlines()) == 1 and "--retry" in err, err
+    assert "Traceback" not in err
+    assert out.startswith("one") and not out.endswith("eight\n")  # the part that came
+    rows = db_rows(home, "SELECT role, content FROM turns ORDER BY id")
+    assert [(r["role"], r["content"]) for r in rows] == [("user", "count")]
+    api.default = text("counted")
+    retried = resident.run("ask", "--retry")
+    assert (retried.returncode, retried.stdout) == (0, "counted\n"), retried.stderr
+    rows = db_rows(home, "SELECT role, content FROM turns ORDER BY id")
+    assert [r["content"] for r in rows] == ["count", "counted"]
+
+
+def test_ctrl_c_reaches_the_request_and_the_partial_reply_is_kept(resident, api, home):
+    resident.ready()
+    api.default = SLOW
+    ask = resident.start("ask", "count")
+    _wait_for_text(api)
+    ask.send_signal(signal.SIGINT)
+    out, err = ask.communicate(timeout=60)
+    assert ask.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    rows = db_rows(home, "SELECT role, status, content FROM turns ORDER BY id")
+    assert [(r["role"], r["status"]) for r in rows] == [
+        ("user", None),
+        ("assistant", "interrupted"),
+    ]
+    assert rows[1]["content"] and rows[1]["content"] in "one two three four five six seven eight"
+
+
+def test_the_resident_exits_when_idle(resident, home):
+    (home).mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[resident]\nidle_minutes = 0.05\n")
+    pid = resident.pid()
+    deadline = time.monotonic() + 60
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not alive(pid)
+    assert not os.path.exists(protocol.socket_path(str(home)))
+
+
+def test_stop_ends_the_resident(resident, home):
+    pid = resident.pid()
+    result = resident.run("resident", "stop")
+    assert (result.returncode, result.stdout) == (0, "resident: stopping\n")
+    deadline = time.monotonic() + 30
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(pid)
+    assert resident.run("resident", "status").stdout.startswith("resident: not running")
+    assert resident.run("resident", "frobnicate").returncode == 2
