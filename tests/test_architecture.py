@@ -400,12 +400,16 @@ def _module_paths() -> dict[str, Path]:
     return {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
-def module_imports(path: Path, modules: dict[str, Path]) -> set[str]:
+def module_imports(path: Path, modules: dict[str, Path], here: str | None = None) -> set[str]:
     """The rheo modules ``path`` imports, at module level or inside a function: for
     ``from P import n`` the module ``P.n`` when it is one, else ``P`` itself. The parent
-    packages Python imports on the way are not counted: they are not what the code uses."""
+    packages Python imports on the way are not counted: they are not what the code uses; nor
+    are imports under ``if TYPE_CHECKING:``, which never run (annotations only)."""
     tree = ast.parse(path.read_text())
-    here = module_name(path)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = []
+    here = here or module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -463,13 +467,22 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return cycles
 
 
-def test_import_cycles_are_found_with_the_imports_inside_functions():
+def test_import_cycles_are_found_with_the_imports_inside_functions(tmp_path):
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
     assert import_cycles(graph) == [["a", "b", "c"]]
     assert import_cycles({"a": {"b"}, "b": set()}) == []
-    modules = _module_paths()
-    worker = modules["rheo_cli.background.worker"]
-    assert module_imports(worker, modules) >= {"rheo_cli.memory.jobs"}
+    pkg = tmp_path / "rheo_cli" / "memory"
+    pkg.mkdir(parents=True)
+    (pkg / "one.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from . import three\n"
+        "def f():\n    from . import two\n"
+    )
+    for name in ("two", "three"):
+        (pkg / f"{name}.py").write_text("")
+    modules = {f"rheo_cli.memory.{n}": pkg / f"{n}.py" for n in ("one", "two", "three")}
+    found = module_imports(pkg / "one.py", modules, here="rheo_cli.memory.one")
+    assert found == {"rheo_cli.memory.two"}
 
 
 def test_no_import_cycles_between_modules():

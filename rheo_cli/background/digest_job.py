@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from datetime import UTC
 
 from .. import prompts
@@ -107,7 +106,7 @@ def run(rt: Services, job: Job, worker: str) -> list[str]:
         notes += _store(rt, job, worker, session, turns, parsed, narrative, model)
     # A closed session is when the background reviews the profile's facts (when enough
     # changed): a consolidation job the same worker runs next.
-    with contextlib.suppress(EngineError, sqlite3.Error):
+    with contextlib.suppress(EngineError):
         consolidate.enqueue(
             rt.conn, job.profile, to_stored(rt.now()), min_new=consolidate.BACKGROUND_NEW
         )
