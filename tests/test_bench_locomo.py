@@ -118,7 +118,7 @@ def test_unreadable_data_is_one_line(tmp_path, capsys):
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not present")
 def test_turns_only_spends_the_budget_and_beats_bm25():
-    # Issue 8, report 9: without observations and summaries rheo used 2,338 of 4,000 tokens
+    # Without observations and summaries rheo once used 2,338 of 4,000 tokens
     # and was barely ahead of plain bm25.
     sample = json.loads(LOCOMO.read_text())[0]
     out = locomo.evaluate([sample], (4000,), Settings(), turns_only=True)

@@ -1,6 +1,6 @@
 """Opening the store queues the digest of every session closed by time, on both stores.
 
-Issue 22, as it was seen: the same history, SQLite queued 3 digest jobs when rheo opened the
+As it was once seen: the same history, SQLite queued 3 digest jobs when rheo opened the
 store and PostgreSQL 0 (the queueing sent SQLite's ``PRAGMA busy_timeout``, whose error the
 caller swallows); only ``rheo maintain`` and ``doctor --repair`` found them later."""
 

@@ -1,4 +1,4 @@
-"""Two conversations at once are not crossed (issue 8, report 5): six ``rheo ask`` running at
+"""Two conversations at once are not crossed: six ``rheo ask`` running at
 once in one profile store six questions, then six replies in whatever order the model
 finished; extraction pairs each reply with the question it answers (``meta.reply_to``)."""
 

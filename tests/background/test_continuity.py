@@ -1,4 +1,4 @@
-"""Continuity after any gap (issue 8, part 1): the first message of a new session sees how the
+"""Continuity after any gap: the first message of a new session sees how the
 last one ended — its digest, or, until the digest exists (or when every model is down), its
 last turns under EPISODIC MEMORY. Sessions closed by time alone get their digest job whenever
 rheo runs, without a next turn or ``rheo maintain``."""

@@ -1,4 +1,4 @@
-"""Terminal craft (issue 11): version, completion, config, retry, continuing, dates, wording,
+"""Terminal craft: version, completion, config, retry, continuing, dates, wording,
 numbering per profile, help that teaches."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`rheo doctor` on stores damaged in the ways issue 18 found it wrong, and the store opened
+"""`rheo doctor` on stores damaged in the ways it once handled wrongly, and the store opened
 when its folder is read-only or its -wal file was removed under a running rheo.
 
 Before: a damaged page of ``turns`` or ``sessions`` made doctor print one line ("the database

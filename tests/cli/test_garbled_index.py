@@ -26,7 +26,7 @@ GARBLE = {
     name: f"UPDATE {name}_data SET block = randomblob(length(block)) WHERE id > 1"
     for name in health.FTS_INDEXES
 }
-"""The damage of issue 18, done to each of the five FTS5 indexes."""
+"""The damage once seen (a garbled page), done to each of the five FTS5 indexes."""
 
 OTHER_DAMAGE = {
     "configuration changed": "UPDATE turns_fts_config SET v = 99 WHERE k = 'version'",

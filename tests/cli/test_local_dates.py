@@ -1,4 +1,4 @@
-"""Dates are the person's (issue 8, part 4): everything shown or injected uses the local date
+"""Dates are the person's: everything shown or injected uses the local date
 and time of the person's zone (``TZ``, with its daylight-saving rules, or RHEO_NOW's offset);
 a due date given as a date stays that date; no code cuts a stored UTC timestamp."""
 

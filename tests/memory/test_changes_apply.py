@@ -1,4 +1,4 @@
-"""Issue 23, part 2: changes apply — on both stores.
+"""Changes apply — on both stores.
 
 A change the person states as one ("I moved to Lisbon", "I've given up coffee", "no longer",
 "now", "actually", "switched", "quit") supersedes at once without a conflict flag; two

@@ -1,6 +1,6 @@
 """Sessions closed by time alone get their digest job queued, on both stores.
 
-Issue 22: the queueing sent SQLite's ``PRAGMA busy_timeout`` to PostgreSQL; the error was
+Once, the queueing sent SQLite's ``PRAGMA busy_timeout`` to PostgreSQL; the error was
 swallowed by the caller, so opening a PostgreSQL store never queued the digest of a session
 closed by time (SQLite queued 3, PostgreSQL 0, same data). The wait is now the store's own
 bounded wait (`db.write(..., wait_s=...)`), the same on both."""

@@ -1,4 +1,4 @@
-"""Same, changed or new — decided with care, never lossy (issue 8, reports 2, 6 and 7).
+"""Same, changed or new — decided with care, never lossy.
 
 A change is never counted as a repeat; the extractor's relation (same / update / done / new,
 against a known id) is checked by rheo; an open item fulfilled or cancelled is marked done,

@@ -1,4 +1,4 @@
-"""Issue 23, part 1: forgetting that forgets — on both stores.
+"""Forgetting that forgets — on both stores.
 
 "forget that I use Neovim" forgets "Ana uses Neovim"; "forget my passport number" (no "that")
 is a request; "please forget my …", "delete my …", "remove … from your memory", with or

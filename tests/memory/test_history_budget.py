@@ -1,4 +1,4 @@
-"""RELEVANT HISTORY spends the budget where the evidence is (issue 8, part 6) and shows a
+"""RELEVANT HISTORY spends the budget where the evidence is and shows a
 changed fact's current value, never the old one alone (part 7)."""
 
 from __future__ import annotations

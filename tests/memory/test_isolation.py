@@ -1,4 +1,4 @@
-"""Profiles isolated inside every query (issue 8, part 5): what one profile sees — its
+"""Profiles isolated inside every query: what one profile sees — its
 context, its history search, its memory search — is the same whether another profile holds
 nothing or 10,000 turns using the same words. Candidates are chosen inside the word index
 among the profile's own turns, and ranked by the profile's own statistics."""
@@ -105,7 +105,7 @@ def test_another_profiles_volume_changes_nothing(tmp_path):
 
 
 def test_a_small_profile_keeps_its_history_next_to_a_busy_one(tmp_path):
-    # Issue 8, report 4: 100 turns in `work` using the same words left `home` with no
+    # Once, 100 turns in `work` using the same words left `home` with no
     # RELEVANT HISTORY although its turn matches; here 10,000 of them.
     conn = db.open_store(tmp_path / "p.db")
     ledger.append_turn(

@@ -52,7 +52,7 @@ def put(conn, label, topic, *, source="extractor", turn_id=None, **kw):
 )
 def test_a_negated_or_changed_fact_supersedes(conn, before, after, stated):
     """A contradiction of two confident facts is flagged; a change stated as one ("no
-    longer", "quit", "n'est plus", "nicht mehr") just applies (issue 23)."""
+    longer", "quit", "n'est plus", "nicht mehr") just applies."""
     first = put(conn, before, "diet", confidence=0.9).item
     out = put(conn, after, "diet", confidence=0.9)
     assert out.action == "superseded" and out.previous.id == first.id
@@ -142,7 +142,7 @@ def test_a_poisoned_extraction_does_not_stall_the_queue(rheo, api, monkeypatch, 
     assert out.exit_code == 0, out.stderr
     ran = json.loads(out.stdout)
     assert len(ran["done"]) + len(ran["retrying"]) == len(bad_outputs)  # none stalls the rest
-    # A reply nothing could be read from is not "done": it is retried, visibly (issue 23).
+    # A reply nothing could be read from is not "done": it is retried, visibly.
     unread = {r["ref_id"]: r["error"] for r in ran["retrying"]}
     last = max(r["ref_id"] for r in ran["done"] + ran["retrying"])
     assert "could not be read: no JSON object or array found" in unread[last]

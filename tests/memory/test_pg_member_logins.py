@@ -1,4 +1,4 @@
-"""Each member's own login on PostgreSQL (issue 22, part 3; `memory/store/pg_roles.py`): two
+"""Each member's own login on PostgreSQL (`store/postgres/roles.py`): two
 login roles that are no superusers, each granted one profile by the tables' owner (itself no
 superuser), read and write nothing of the other's — turns, sessions, memory items and their
 history, digests, jobs, postings, the knowledge base — whether through rheo (the engine and the

@@ -1,5 +1,5 @@
-"""Search on PostgreSQL under forced row-level security, as the application role (issue 22,
-part 2; `memory/pgsearch.py`, `store/pg_schema.py` m008): the store's owner is a plain role (no
+"""Search on PostgreSQL under forced row-level security, as the application role
+(`store/postgres/search.py`, `store/postgres/schema.py` m008): the store's owner is a plain role (no
 superuser, no BYPASSRLS, ``ts_match_vq`` left as PostgreSQL ships it), and every statement a
 search runs reads ``postings`` through its index — ``EXPLAIN`` shows ``postings_pkey`` with the
 lexeme in the index condition, never a scan of the tenant's rows — while a canary tenant

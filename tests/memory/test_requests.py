@@ -1,4 +1,4 @@
-"""Explicit requests honoured at once, without a model (issue 8, part 3): "remember that",
+"""Explicit requests honoured at once, without a model: "remember that",
 "note that", "don't forget", "always remember" (pinned), "forget that", "stop remembering",
 in the person's own words, addressed to rheo, in English, French, German and Spanish."""
 

@@ -1,4 +1,4 @@
-"""Terminal behaviour (issue 11): REPL Tab completion, continuation prompt and /retry through
+"""Terminal behaviour: REPL Tab completion, continuation prompt and /retry through
 prompt-toolkit's pipe input; rendering and first-run guidance on a pseudo-terminal (pty)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The preview is the request (issue 8, part 8): ``rheo context TEXT`` (and ``--json``) shows
+"""The preview is the request: ``rheo context TEXT`` (and ``--json``) shows
 byte for byte the system text, sections and message that ``rheo ask TEXT`` sends at the same
 clock — compared here with what the local fake server received."""
 

@@ -1,5 +1,5 @@
 """Each team member's own login on the PostgreSQL store: which database roles may act for which
-profiles (issue 22, part 3).
+profiles.
 
 A profile is a tenant. Row-level security on every tenant table (`schema.TENANT_POLICY`,
 m009) lets a login see and write a tenant's rows only when the connection set that tenant

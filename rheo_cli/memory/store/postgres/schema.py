@@ -594,8 +594,8 @@ M008_POSTINGS = (
     CREATE INDEX memory_items_source ON memory_items(profile, source_turn_id);
 """
 )
-"""Search under forced row-level security with no superuser and no catalog change (issue
-22): each document's lexemes in ``postings`` (tenant, kind of document, lexeme, document,
+"""Search under forced row-level security with no superuser and no catalog change: each
+document's lexemes in ``postings`` (tenant, kind of document, lexeme, document,
 term frequency, document length, positions), kept by triggers in the writer's transaction
 and filled here for the rows already stored. Every search reads it with leakproof conditions
 only (text equality, a ``COLLATE "C"`` range for a prefix, integer comparisons), which
@@ -692,7 +692,7 @@ M009_MEMBER_LOGINS = (
     + _tenant_links()
     + _member_policies((*M002_TABLES, "purges", "profile_counters", "postings"))
 )
-"""Each member's own login (issue 22): profiles map to database roles through
+"""Each member's own login: profiles map to database roles through
 ``tenant_grants`` (profile, member role; a role may be granted several profiles, and a
 profile several roles), and every tenant table's policy checks the login's membership, not
 only the ``rheo.tenant`` the client chose: a login that neither owns rheo's tables nor is
