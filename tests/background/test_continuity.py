@@ -52,11 +52,13 @@ def test_after_a_break_the_last_turns_are_injected_while_the_digest_model_is_dow
     assert f"[2026-11-30 10:00] user: {PLAN}" in shown  # dated in local time
     assert f"[2026-11-30 10:00] assistant: {ANSWER}" in shown
     assert info["session_id"] != 1  # the message opens a new session
-    # The session closed by time got its digest job from `rheo context` alone.
+    # A preview stores nothing, not even the closed session's digest job.
+    assert db_rows_home(monkeypatch, "SELECT count(*) FROM jobs WHERE kind='digest'")[0][0] == 0
+    # Every model down: the digest job `maintain` queues fails, and stays queued for later;
+    # the end of the session stays injected.
+    assert rheo("maintain").exit_code == 0
     jobs = db_rows_home(monkeypatch, "SELECT kind, ref_id, status FROM jobs WHERE kind='digest'")
     assert [tuple(r) for r in jobs] == [("digest", 1, "pending")]
-    # Every model down: the digest fails, the end of the session stays injected.
-    assert rheo("maintain").exit_code == 0
     assert db_rows_home(monkeypatch, "SELECT count(*) FROM digests")[0][0] == 0
     assert PLAN in episodic(where_were_we(rheo))
     # The next message, sent for real, carries it too.

@@ -19,10 +19,6 @@ from typing import Any
 
 import pytest
 
-OTHER_BRANCH: tuple[str, ...] = ()
-"""Commands expected to fail here (strict xfail): none since every command holds its App in a
-``with`` block; a command that regresses must not be put back here to hide it."""
-
 
 @dataclass
 class Stores:
@@ -242,14 +238,7 @@ def telegram(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
-def _cases() -> list[Any]:
-    marks = pytest.mark.xfail(reason="moved by the opsmem branch", strict=True)
-    return [
-        pytest.param(name, marks=marks) if name in OTHER_BRANCH else name for name in sorted(CASES)
-    ]
-
-
-@pytest.mark.parametrize("name", _cases())
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_every_command_closes_the_store_it_opens(
     name: str,
     prepared: Path,
