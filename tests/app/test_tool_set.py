@@ -171,6 +171,7 @@ BAD = [
     ("memory_list", {"limit": 0}),
     ("chat_search", {}),
     ("chat_search", {"query": "plumber", "limit": "many"}),
+    ("chat_search", {"query": None}),
 ]
 
 
@@ -221,6 +222,7 @@ def test_the_same_calls_give_the_same_output_in_chat_and_over_mcp(rheo, api, hom
         "limit: Input should be greater than or equal to 1",
         "query: Field required",
         "limit: Input should be a valid integer, unable to parse string as an integer",
+        "query: Input should be a valid string",
     ]
     # Each front end stored its one good write, and nothing from the refusals.
     for store, source in ((home, "tool"), (twin, "mcp")):

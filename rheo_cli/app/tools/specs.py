@@ -116,8 +116,8 @@ class Tool:
 
         Returns ``(values, ignored)``: a value for every argument of the schema (its
         ``default``, else None, when absent or null) and the names of the arguments the
-        schema does not have, in the order given. Raises ToolInputError with every failure
-        on one line (``topic: Field required; confidence: Input should be less than or
+        schema does not have, in the order given. A required argument given as null is refused
+        as of the wrong type. Raises ToolInputError with every failure on one line (``topic: Field required; confidence: Input should be less than or
         equal to 1``)."""
         if not isinstance(arguments, dict):
             raise ToolInputError("arguments: Input should be a valid object")
@@ -128,7 +128,10 @@ class Tool:
             raw = arguments.get(name)
             if raw is None:
                 if name in self.required:
-                    errors.append(f"{name}: Field required")
+                    # absent, or given as null (a client that could not convert the value)
+                    kind = prop.get("type")
+                    wanted = f"Input should be a valid {kind}" if name in arguments else ""
+                    errors.append(f"{name}: {wanted or 'Field required'}")
                 values[name] = prop.get("default")
                 continue
             try:
