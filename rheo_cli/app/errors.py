@@ -73,6 +73,8 @@ def database_message(exc: DatabaseError) -> str:
             "the database stayed busy: another process held it for more than "
             f"{BUSY_TIMEOUT_S:.0f} s; try again"
         )
+    if "disk is full or failing" in lowered:  # opened read-only because the disk refused
+        return "cannot write the database: the disk is full or failing (free some space)"
     if "readonly" in lowered or "read-only" in lowered:
         return "cannot write the database: it is read-only (check its permissions)"
     if "vtable constructor failed" in lowered or "fts5" in lowered:

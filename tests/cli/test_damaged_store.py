@@ -43,7 +43,9 @@ SAID = {
     "items index corrupt": "(database disk image is malformed); rebuilt memory_items_fts from",
     "items index missing": "(no such table: memory_items_fts); rebuilt memory_items_fts from",
     "digests index missing": "(no such table: digests_fts); rebuilt digests_fts from the stored",
-    "items table missing": "memory partly unreadable (current memory, relevant history:",
+    "items table missing": (
+        "memory partly unreadable (current memory, relevant history, current session:"
+    ),
     "digests table missing": "memory partly unreadable (episodic memory, relevant history:",
     "corrupt item row": "memory partly unreadable (current memory:",
     "corrupt digest row": "memory partly unreadable (episodic memory:",

@@ -32,12 +32,15 @@ _UNAVAILABLE = (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FU
                 sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM)  # fmt: skip
 
 
-def translate(exc: sqlite3.Error) -> DatabaseError:
-    """The rheo error saying ``exc``: its message as SQLite wrote it, its error name
-    (``SQLITE_IOERR_SHORT_READ``) as ``code``."""
+def translate(exc: sqlite3.Error, read_only_because: str | None = None) -> DatabaseError:
+    """The rheo error saying ``exc``: its message as SQLite wrote it (with
+    ``read_only_because`` after a refused write, when the store was opened read-only for a
+    reason), its error name (``SQLITE_IOERR_SHORT_READ``) as ``code``."""
     code = str(getattr(exc, "sqlite_errorname", "") or "")
     primary = int(getattr(exc, "sqlite_errorcode", -1) or -1) & 0xFF
     message = str(exc)
+    if read_only_because and primary == sqlite3.SQLITE_READONLY:
+        message += f" ({read_only_because})"
     if isinstance(exc, sqlite3.IntegrityError):
         return Integrity(message, code=code)
     if primary in _BUSY:
@@ -59,14 +62,14 @@ class SqliteCursor(sqlite3.Cursor):
         try:
             super().execute(sql, parameters)
         except sqlite3.Error as exc:
-            raise translate(exc) from exc
+            raise translate(exc, getattr(self.connection, "read_only_because", None)) from exc
         return self
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Any], /) -> SqliteCursor:
         try:
             super().executemany(sql, seq_of_parameters)
         except sqlite3.Error as exc:
-            raise translate(exc) from exc
+            raise translate(exc, getattr(self.connection, "read_only_because", None)) from exc
         return self
 
     def fetchone(self) -> Any:
@@ -99,6 +102,9 @@ class SqliteConnection(sqlite3.Connection):
     `store` (the engine asks the store for what is not plain SQL)."""
 
     store: SqliteStore
+    read_only_because: str | None = None
+    """Why the store was opened read-only (its folder is read-only, the disk is full), said
+    with every write it refuses; None when it was opened to write."""
     wait_s: float = api.BUSY_TIMEOUT_S
     """How long (seconds) a try at the write lock waits for another process's (SQLite's
     busy timeout, `set_wait`)."""
@@ -177,6 +183,7 @@ def connect(
         if "readonly" in str(exc).lower():  # e.g. its folder: the -wal/-shm files cannot be made
             reader = _open_read_only(db_path, migrate_schema)
             if reader is not None:
+                reader.read_only_because = "the store or its folder is read-only"
                 return reader
             raise StoreError(
                 f"cannot open {db_path}: it or its folder is read-only ({exc})"
@@ -186,11 +193,23 @@ def connect(
                 f"cannot read {db_path}: {exc} ({error_code(exc)}): its -wal file was "
                 "removed while another rheo had it open, or the disk is failing"
             ) from exc
+        if _no_room(exc):  # the -wal/-shm files cannot be made or grown: read what is there
+            reader = _open_read_only(db_path, migrate_schema)
+            if reader is not None:
+                reader.read_only_because = f"the disk is full or failing: {exc}"
+                return reader
         raise StoreError(f"{db_path} is not a usable rheo database: {exc}") from exc
     except StoreError:
         conn.close()
         raise
     return conn
+
+
+def _no_room(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk refused to grow a file (full, over a size limit, or an
+    I/O error while writing)."""
+    words = str(exc).lower()
+    return "disk is full" in words or "disk i/o" in words or "SQLITE_FULL" in error_code(exc)
 
 
 def _open_read_only(db_path: Path, migrate_schema: bool) -> SqliteConnection | None:
