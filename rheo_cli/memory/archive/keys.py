@@ -212,28 +212,50 @@ def keys_for(
     computing the whole profile's: each row is numbered against the rows that could share its
     base (turns of the same time, items created at the same time with the same topic, events
     of the same item at the same time). Ids not stored are skipped. Sorted, no repeats."""
-    out: set[str] = set()
-    turn_key: dict[int, str] = {}
+    find = _RowKeys(conn, profile)
+    out: set[str | None] = set()
+    out.update(find.key_of_turn(turn_id) for turn_id in turns)
+    out.update(find.key_of_session(session_id) for session_id in sessions)
+    out.update(find.key_of_digest(digest_id) for digest_id in digests)
+    out.update(find.key_of_item(item_id) for item_id in items)
+    out.update(find.key_of_event(event_id) for event_id in events)
+    return sorted(key for key in out if key)
 
-    def key_of_turn(turn_id: int) -> str | None:
-        if turn_id not in turn_key:
-            row = conn.execute(
+
+class _RowKeys:
+    """The keys of single rows of one profile, for `keys_for`: each ``key_of_*`` takes a row
+    id and gives its key, or None when the profile holds no such row. Turn and item keys are
+    kept, as sessions and events ask for them again."""
+
+    def __init__(self, conn: Connection, profile: str) -> None:
+        self.conn = conn
+        self.profile = profile
+        self._turns: dict[int, str] = {}
+        self._items: dict[int, str] = {}
+
+    def key_of_turn(self, turn_id: int) -> str | None:
+        """The key of a turn, numbered among the profile's turns at the same time."""
+        if turn_id not in self._turns:
+            row = self.conn.execute(
                 f"SELECT {_TURN_COLUMNS} FROM turns WHERE id = ? AND profile = ?",
-                (turn_id, profile),
+                (turn_id, self.profile),
             ).fetchone()
             if row is None:
                 return None
-            rivals = conn.execute(
+            rivals = self.conn.execute(
                 f"SELECT {_TURN_COLUMNS} FROM turns WHERE profile = ? AND ts = ? AND id < ?",
-                (profile, row["ts"], turn_id),
+                (self.profile, row["ts"], turn_id),
             ).fetchall()
-            turn_key[turn_id] = _ranked(
+            self._turns[turn_id] = _ranked(
                 turn_base(row), turn_id, ((int(r["id"]), turn_base(r)) for r in rivals)
             )
-        return turn_key[turn_id]
+        return self._turns[turn_id]
 
-    def key_of_session(session_id: int) -> str | None:
-        row = conn.execute(
+    def key_of_session(self, session_id: int) -> str | None:
+        """The key of a session: from its first turn's, or (no turn) numbered among the
+        sessions without turns started at the same time."""
+        profile = self.profile
+        row = self.conn.execute(
             "SELECT id, started_at, (SELECT min(id) FROM turns t WHERE t.session_id = s.id "
             "AND t.profile = s.profile) AS first_turn FROM sessions s WHERE id = ? "
             "AND profile = ?",
@@ -242,70 +264,65 @@ def keys_for(
         if row is None:
             return None
         if row["first_turn"] is not None:
-            first = key_of_turn(int(row["first_turn"]))
+            first = self.key_of_turn(int(row["first_turn"]))
             return session_base(profile, first, row["started_at"])
         # Sessions without turns share a base only with those started at the same time.
-        rivals = conn.execute(
+        rivals = self.conn.execute(
             "SELECT id FROM sessions s WHERE profile = ? AND started_at = ? AND id < ? "
             "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.session_id = s.id)",
             (profile, row["started_at"], session_id),
         ).fetchall()
         return suffixed(session_base(profile, None, row["started_at"]), 1 + len(rivals))
 
-    item_key: dict[int, str] = {}
+    def key_of_digest(self, digest_id: int) -> str | None:
+        """The key of a digest: its session's (`digest_key`)."""
+        row = self.conn.execute(
+            "SELECT session_id FROM digests WHERE id = ? AND profile = ?",
+            (digest_id, self.profile),
+        ).fetchone()
+        session = self.key_of_session(int(row["session_id"])) if row is not None else None
+        return digest_key(session) if session else None
 
-    def key_of_item(item_id: int) -> str | None:
-        if item_id not in item_key:
-            row = conn.execute(
-                "SELECT * FROM memory_items WHERE id = ? AND profile = ?", (item_id, profile)
+    def key_of_item(self, item_id: int) -> str | None:
+        """The key of a memory item, numbered among the profile's items of the same topic
+        created at the same time."""
+        if item_id not in self._items:
+            row = self.conn.execute(
+                "SELECT * FROM memory_items WHERE id = ? AND profile = ?",
+                (item_id, self.profile),
             ).fetchone()
             if row is None:
                 return None
-            rivals = conn.execute(
+            rivals = self.conn.execute(
                 "SELECT * FROM memory_items WHERE profile = ? AND topic = ? AND created_at = ? "
                 "AND id < ?",
-                (profile, row["topic"], row["created_at"], item_id),
+                (self.profile, row["topic"], row["created_at"], item_id),
             ).fetchall()
-            item_key[item_id] = _ranked(
+            self._items[item_id] = _ranked(
                 _item_base(row), item_id, ((int(r["id"]), _item_base(r)) for r in rivals)
             )
-        return item_key[item_id]
+        return self._items[item_id]
 
-    for turn_id in turns:
-        out.add(key_of_turn(turn_id) or "")
-    for session_id in sessions:
-        out.add(key_of_session(session_id) or "")
-    for digest_id in digests:
-        row = conn.execute(
-            "SELECT session_id FROM digests WHERE id = ? AND profile = ?", (digest_id, profile)
-        ).fetchone()
-        session = key_of_session(int(row["session_id"])) if row is not None else None
-        out.add(digest_key(session) if session else "")
-    for item_id in items:
-        out.add(key_of_item(item_id) or "")
-    for event_id in events:
-        row = conn.execute(
+    def key_of_event(self, event_id: int) -> str | None:
+        """The key of a memory event, numbered among its item's events at the same time."""
+        row = self.conn.execute(
             "SELECT id, item_id, ts, kind, cause, data FROM memory_events WHERE id = ? "
             "AND profile = ?",
-            (event_id, profile),
+            (event_id, self.profile),
         ).fetchone()
-        owner = key_of_item(int(row["item_id"])) if row is not None else None
+        owner = self.key_of_item(int(row["item_id"])) if row is not None else None
         if row is None or owner is None:
-            continue
-        rivals = conn.execute(
+            return None
+        rivals = self.conn.execute(
             "SELECT id, ts, kind, cause, data FROM memory_events WHERE item_id = ? "
             "AND profile = ? AND ts = ? AND id < ?",
-            (row["item_id"], profile, row["ts"], event_id),
+            (row["item_id"], self.profile, row["ts"], event_id),
         ).fetchall()
-        out.add(
-            _ranked(
-                _event_base(owner, row),
-                event_id,
-                ((int(r["id"]), _event_base(owner, r)) for r in rivals),
-            )
+        return _ranked(
+            _event_base(owner, row),
+            event_id,
+            ((int(r["id"]), _event_base(owner, r)) for r in rivals),
         )
-    out.discard("")
-    return sorted(out)
 
 
 _TURN_COLUMNS = "id, profile, session_id, ts, role, content, model, status"
