@@ -30,7 +30,7 @@ WHATS = engine.WHATS
 @dataclass
 class Plan:
     """What a purge will erase: the engine's ``target`` (ids), ``subject`` in words for the
-    confirmation (``session s2 ("plan the trip to…"): 4 turn(s)``), ``shown`` the session's
+    confirmation (``session s2 ("plan the trip to…"): 4 turns``), ``shown`` the session's
     number as the person sees it (``session s2``; ``""`` for the rest), and ``typed`` the
     person's own messages among the purged turns."""
 

@@ -7,12 +7,13 @@ never acted on by a terminal; `json_text(value)`: JSON with those escaped; `reda
 literals)`: credentials replaced by ``[redacted]``; `redact_url(url)`: a URL's password
 hidden; `display(stored, tz, with_time=True)`: a stored UTC instant in the person's zone
 (``2026-12-04 09:30``); `to_stored(moment)` / `from_stored(text)`: the store's UTC text
-form of an aware datetime and back.
+form of an aware datetime and back; `plural(count, noun)`: ``1 turn``, ``2 turns``.
 """
 
 from __future__ import annotations
 
 from ..memory.store.timeutil import display, from_stored, local_zone, to_stored
+from ..memory.text.render import plural
 from ..memory.text.safety import clean, json_escape, json_text, mask, redact, redact_url, safe
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "json_text",
     "local_zone",
     "mask",
+    "plural",
     "redact",
     "redact_url",
     "safe",

@@ -17,6 +17,7 @@ from ..memory.jobs import Job
 from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.timeutil import to_stored
+from ..memory.text.render import plural
 from ..services import Services
 from . import extractors, schemas
 
@@ -46,7 +47,10 @@ def run(rt: Services, job: Job, worker: str) -> list[str]:
         except ConsolidationUnreadable as exc:
             raise ConsolidationUnreadable(f"{model}: {exc}") from None
         notes += read_notes
-        notes.append(f"{model}: {len(batch)} facts reviewed, {len(found)} change(s) proposed")
+        notes.append(
+            f"{model}: {plural(len(batch), 'fact')} reviewed, "
+            f"{plural(len(found), 'change')} proposed"
+        )
         proposals += found
     with write(rt.conn):  # the changes and the job's completion commit together
         if not groups:

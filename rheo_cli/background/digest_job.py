@@ -21,7 +21,7 @@ from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.errors import EngineError
 from ..memory.store.timeutil import display, from_stored, to_stored
-from ..memory.text.render import clip, entry
+from ..memory.text.render import clip, entry, plural
 from ..memory.text.safety import mask
 from ..services import Services
 from . import extractors, facts, schemas
@@ -152,7 +152,7 @@ def _store(
     notes += facts.store(
         rt, parsed.facts, source="digest", when=when, turn_of=by_id, default_turn=last_user
     )
-    notes.append(f"{model}: digest #{digest.id}, {len(parsed.facts)} fact(s)")
+    notes.append(f"{model}: digest #{digest.id}, {plural(len(parsed.facts), 'fact')}")
     crash.reach("digest.store")
     jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

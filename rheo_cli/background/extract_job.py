@@ -18,7 +18,7 @@ from ..memory.store import crash
 from ..memory.store.db import write
 from ..memory.store.errors import NotFound
 from ..memory.store.timeutil import from_stored, to_stored
-from ..memory.text.render import clip, entry
+from ..memory.text.render import clip, entry, plural
 from ..memory.text.safety import mask
 from ..services import Services
 from . import extractors, facts, schemas
@@ -130,7 +130,7 @@ def run(rt: Services, job: Job, worker: str) -> list[str]:
         notes += facts.store(
             rt, parsed.facts, source="extractor", when=when, turn_of={}, default_turn=person
         )
-        notes.append(f"{model}: {len(parsed.facts)} fact(s)")
+        notes.append(f"{model}: {plural(len(parsed.facts), 'fact')}")
         crash.reach("extract.store")
         jobs.complete(rt.conn, job.id, worker=worker, ts=to_stored(rt.now()), notes=notes)
     return notes

@@ -31,6 +31,7 @@ from .store import crash
 from .store.api import Connection, Purging
 from .store.errors import InvalidInput, NotFound
 from .store.timeutil import to_stored
+from .text.render import plural
 
 WHATS = ("turn", "session", "memory", "profile")
 
@@ -68,11 +69,11 @@ class Target:
 
     def describe(self) -> str:
         """A short line for the confirmation prompt: what will be erased, with counts."""
-        parts = [f"{len(self.turns)} turn(s)"]
+        parts = [plural(len(self.turns), "turn")]
         if self.items:
-            parts.append(f"{len(self.items)} memory item(s)")
+            parts.append(plural(len(self.items), "memory item"))
         if self.digests:
-            parts.append(f"{len(self.digests)} digest(s)")
+            parts.append(plural(len(self.digests), "digest"))
         head = (
             f"profile {self.profile!r}" if self.what == "profile" else f"{self.what} #{self.ref_id}"
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..memory import archive
+from ..memory.text.render import plural
 from . import chatgpt, claude_ai, llm, rheo_jsonl
 from .history import History, conversation_files
 from .llm_logs import tables
@@ -116,7 +117,7 @@ def describe(source: Source) -> str:
         if not files:
             count = len(source.members())
             return (
-                f"{what} of {count} file(s), none of them conversations.json or "
+                f"{what} of {plural(count, 'file')}, none of them conversations.json or "
                 "conversations-NNN.json"
             )
         return f"{what} whose {files[0]} is {says(outline(source.member_head(files[0])))}"

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from ..errors import UsageError
 from ..memory.archive.history import Conversation, Message, Parsed
+from ..memory.text.render import plural
 from .source import Source, Unreadable, outline
 
 
@@ -133,7 +134,7 @@ def json_files(source: Source) -> list[str | None]:
     if not found:
         raise MalformedHistory(
             f"{source.label()} holds no {SINGLE} and no conversations-NNN.json (looked at "
-            f"{len(source.members())} file(s))"
+            f"{plural(len(source.members()), 'file')})"
         )
     return list(found)
 

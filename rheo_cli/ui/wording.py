@@ -9,14 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..app.errors import DatabaseError, database_message
+from ..app.text import plural as plural  # for the front ends that import it from here
 from .output import preview
-
-
-def plural(count: int, noun: str, nouns: str | None = None) -> str:
-    """``1 turn``, ``2 turns``, ``1,204 records`` (``nouns``: the plural when it is not
-    ``noun`` + s)."""
-    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
-
 
 CHANGED = {
     "pin": "pinned",

@@ -259,7 +259,7 @@ def test_doctor_repair_queues_missing_digests(rheo, api, home, monkeypatch):
     conn.commit()
     conn.close()
     code, report = _doctor(rheo, "--repair")
-    assert "queued 1 missing digest(s)" in report["repaired"]
+    assert "queued 1 missing digest" in report["repaired"]
     assert db_rows(home, "SELECT count(*) FROM jobs WHERE kind = 'digest'")[0][0] == 1
 
 

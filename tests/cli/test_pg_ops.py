@@ -210,7 +210,7 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
     assert bad == {
         "append-only guards": "turns_no_delete is disabled",
         "row-level security": "memory_items: policy memory_items_tenant is missing",
-        "sessions": "1 session(s) whose turn count or times disagree with their turns "
+        "sessions": "1 session whose turn count or times disagree with their turns "
         "('rheo doctor --repair' recounts them)",
         "jobs": bad["jobs"],
         # With its policy gone, forced row-level security shows the owner none of
@@ -226,7 +226,7 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
     assert "turns_no_delete enabled" in repaired
     assert "row-level security of memory_items restored" in repaired
     assert any("put back in the queue" in line for line in repaired)
-    assert "recounted the turns and times of 1 session(s)" in repaired
+    assert "recounted the turns and times of 1 session" in repaired
     assert admin_rows(url, "SELECT turns FROM sessions WHERE profile = 'default'") == [(4,)]
     assert rheo("doctor").exit_code == 0
     # What the repairs restored holds again.

@@ -198,7 +198,7 @@ def test_the_confirmation_says_earlier_copies_keep_theirs(rheo, api, monkeypatch
     monkeypatch.setattr(purge_cmd, "_confirm", answer_no)
     refused = rheo("purge", "turn", "1")
     assert refused.exit_code == 1 and "nothing erased" in refused.stderr
-    assert asked == ['Erase turn #1 ("hello"): 1 turn(s) for good? This cannot be undone '
+    assert asked == ['Erase turn #1 ("hello"): 1 turn for good? This cannot be undone '
                      "(earlier backups and exports keep their copy)."]  # fmt: skip
     assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == 2
 

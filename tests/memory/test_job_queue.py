@@ -241,11 +241,11 @@ def test_maintain_retry_failed_requeues_failed_jobs(rheo, api, home):
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "failed"
     route(api, chat=text("ok"), extract=facts_reply({"topic": "city", "label": "Lives in Porto"}))
     plain = rheo("maintain")
-    assert "1 job(s) failed for good" in plain.stdout and "--retry-failed" in plain.stdout
+    assert "1 job failed for good" in plain.stdout and "--retry-failed" in plain.stdout
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "failed"  # nothing silent
     again = rheo("maintain", "--retry-failed")
     assert again.exit_code == 0, again.stderr
-    assert "1 failed job(s) re-queued" in again.stdout
+    assert "1 failed job re-queued" in again.stdout
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "done"
     assert [r[0] for r in db_rows(home, "SELECT label FROM memory_items")] == ["Lives in Porto"]
 

@@ -101,7 +101,7 @@ def test_extraction_runs_on_openai(rheo, oai, home, monkeypatch):
     out = json.loads(rheo("maintain", "--json", RHEO_PROVIDER="openai").stdout)
     assert out["done"], out
     notes = out["done"][0]["notes"]
-    assert any(n.startswith("openai:") and "1 fact(s)" in n for n in notes), notes
+    assert any(n.startswith("openai:") and "1 fact" in n for n in notes), notes
     extract = oai.completions[-1].body
     # the server is not OpenAI's (a loopback base_url), so extraction uses the chat model
     assert extract["model"] == "gpt-5-mini" and "stream" not in extract

@@ -189,7 +189,7 @@ def test_primary_overloaded_every_time_then_the_fallback_serves(rheo, api, home,
         out = json.loads(rheo("maintain", "--json").stdout)
     notes = out["done"][0]["notes"]
     assert any(n.startswith("fallback used after: anthropic:claude-haiku-5-5") for n in notes)
-    assert "openai:gpt-fb: 1 fact(s)" in notes  # the job records which model served it
+    assert "openai:gpt-fb: 1 fact" in notes  # the job records which model served it
     extract_calls = [r for r in api.message_requests if r.body["model"] == "claude-haiku-5-5"]
     assert len(extract_calls) == 3  # the primary was tried with its retries first
     listed = json.loads(rheo("memory", "list", "--json").stdout)
@@ -273,7 +273,7 @@ def test_readme_llama_cpp_setup_learns_with_the_chat_model(rheo, home):
         server.queue(oai_text("Porto is lovely."), oai_text(json.dumps(facts)))
         assert rheo("ask", "I live in Porto.").exit_code == 0
         out = json.loads(rheo("maintain", "--json").stdout)
-        assert any("openai:my-model: 1 fact(s)" in n for n in out["done"][0]["notes"]), out
+        assert any("openai:my-model: 1 fact" in n for n in out["done"][0]["notes"]), out
         assert server.completions[-1].body["model"] == "my-model"
         shown = rheo("providers")
     assert "extraction: openai:my-model" in shown.stdout

@@ -167,7 +167,7 @@ def test_a_file_that_is_none_of_them_is_refused_naming_what_it_holds(
     with zipfile.ZipFile(other_zip, "w") as archive_file:
         archive_file.writestr("a.txt", "hello")
     said = refused(rheo, other_zip)
-    assert "a zip archive of 1 file(s), none of them conversations.json" in said
+    assert "a zip archive of 1 file, none of them conversations.json" in said
     folder = tmp_path / "folder"
     folder.mkdir()
     (folder / "conversations.json").write_text('[{"id": 1, "messages": []}]')

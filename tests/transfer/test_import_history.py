@@ -153,7 +153,7 @@ def test_extract_queues_ordinary_jobs_only_when_asked(home: Path) -> None:
 
     done = run_rheo("import-history", "chatgpt", str(CHATGPT), "--extract")
     assert done.returncode == 0, done.stderr
-    assert b"queued 3 extraction and 2 digest job(s)" in done.stdout
+    assert b"queued 3 extraction and 2 digest jobs" in done.stdout
     rows = db_rows(
         home,
         "SELECT j.kind, t.source_key FROM jobs j LEFT JOIN turns t "
@@ -172,7 +172,7 @@ def test_the_text_summary_says_what_was_skipped(home: Path) -> None:
     done = run_rheo("import-history", "chatgpt", str(CHATGPT))
     assert done.returncode == 0
     out = done.stdout.decode()
-    assert "imported 6 turn(s) from 2 conversation(s) into 2 session(s)" in out
+    assert "imported 6 turns from 2 conversations into 2 sessions" in out
     assert "1  tool message" in out
 
 
@@ -277,7 +277,7 @@ def test_a_terminal_sees_a_progress_bar(home: Path) -> None:
     os.close(leader)
     assert proc.returncode == 0
     assert b"importing" in seen and b"6/6" in seen
-    assert b"imported 6 turn(s)" in proc.stdout
+    assert b"imported 6 turns" in proc.stdout
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...memory.store import api
 from ...memory.store.errors import StoreError
+from ...memory.text.render import plural
 
 Check = api.Check
 """One check's outcome: ``ok`` False is a problem; ``detail`` is one line."""
@@ -97,14 +98,14 @@ def session_check(conn: Any, profile: str | None, repair: bool, repaired: list[s
     if repair:
         try:
             if fixed := counters.repair(conn, profile):
-                repaired.append(f"recounted the turns and times of {len(fixed)} session(s)")
+                repaired.append(f"recounted the turns and times of {plural(len(fixed), 'session')}")
         except Exception as exc:  # noqa: BLE001 - reported as a line, the check stays a problem
             repaired.append(f"could not recount the sessions: {' '.join(str(exc).split())[:160]}")
     stale = counters.stale_sessions(conn, profile)
     detail = "every session's turn count and times match its turns"
     if stale:
         detail = (
-            f"{len(stale)} session(s) whose turn count or times disagree with their turns "
+            f"{plural(len(stale), 'session')} whose turn count or times disagree with their turns "
             "('rheo doctor --repair' recounts them)"
         )
     return Check("sessions", not stale, detail)

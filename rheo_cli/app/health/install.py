@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import RheoError
+from ...memory.text.render import plural
 from ...paths import Paths
 from .checks import Check
 
@@ -86,7 +87,10 @@ def permissions_check(home: Path, own: frozenset[Path], repair: bool, repaired: 
     """rheo's files under ``home`` are readable by their owner only; ``repair`` makes them so
     first (noted in ``repaired``). ``own``: the person's files, left alone."""
     if repair and (count := _fix_private(home, own)):
-        repaired.append(f"permissions of {count} file(s) or folder(s) set to owner-only")
+        repaired.append(
+            f"permissions of {plural(count, 'file or folder', 'files or folders')} "
+            "set to owner-only"
+        )
     loose = _private_problems(home, own)
     return Check("permissions", not loose, "; ".join(loose[:5]) or "files 0600, folders 0700")
 

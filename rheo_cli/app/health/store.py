@@ -15,6 +15,7 @@ import time
 from ...memory import store as store_mod
 from ...memory.store.api import Store
 from ...memory.store.errors import NotCreated, StoreError
+from ...memory.text.render import plural
 from .checks import Check, guarded, jobs_check, queue_missing_digests, session_check, why
 
 
@@ -58,9 +59,11 @@ def _engine_checks(opened: Store, repaired: list[str], repair: bool, gap_s: floa
     if repair:
         try:
             if released := jobs.release_stuck(conn, scope, wall, to_stored(now_or_clock())):
-                repaired.append(f"{released} job(s) whose runner died put back in the queue")
+                repaired.append(
+                    f"{plural(released, 'job')} whose runner died put back in the queue"
+                )
             if queued := queue_missing_digests(conn, gap_s):
-                repaired.append(f"queued {queued} missing digest(s)")
+                repaired.append(f"queued {plural(queued, 'missing digest')}")
         except (StoreError, MemoryError) as exc:
             repaired.append(f"could not queue missing digests: {why(exc)}")
     found.append(guarded("jobs", lambda: jobs_check(conn, len(jobs.stuck(conn, scope, wall)))))

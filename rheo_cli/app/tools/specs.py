@@ -116,9 +116,9 @@ class Tool:
 
         Returns ``(values, ignored)``: a value for every argument of the schema (its
         ``default``, else None, when absent or null) and the names of the arguments the
-        schema does not have, in the order given. A required argument given as null is refused
-        as of the wrong type. Raises ToolInputError with every failure on one line (``topic: Field required; confidence: Input should be less than or
-        equal to 1``)."""
+        schema does not have, in the order given. A required argument given as null is
+        refused as of the wrong type. Raises ToolInputError with every failure on one line
+        (``topic: Field required; confidence: Input should be less than or equal to 1``)."""
         if not isinstance(arguments, dict):
             raise ToolInputError("arguments: Input should be a valid object")
         schema = self.schema(assistant)

@@ -32,6 +32,12 @@ _BLANKS = re.compile(r"\n\s*\n+")
 INDENT = "    "
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 turn``, ``2 turns``, ``1,204 records`` (``nouns``: the plural when it is not
+    ``noun`` + s)."""
+    return f"{count:,} {noun if count == 1 else (nouns or noun + 's')}"
+
+
 def escape(text: str) -> str:
     """Neutralise section markers in stored text: a run of three or more ``=`` (also
     fullwidth or small ones, also with invisible characters between them) becomes

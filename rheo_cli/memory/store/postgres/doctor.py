@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ...text.render import plural
 from ..api import Check, Health
 from ..errors import DatabaseError
 from . import health, roles, schema
@@ -89,7 +90,9 @@ def checks(opened: PgConnection, profile: str, *, repair: bool) -> Health:
             _attempt(repaired, "the search", lambda: health.repair_search(opened, profile))
         problems = health.index_problems(opened)
         stale = health.stale_tsvectors(opened, profile)
-        problems += [f"{table}: {n} row(s) with a stale tsvector" for table, n in stale.items()]
+        problems += [
+            f"{table}: {plural(n, 'row')} with a stale tsvector" for table, n in stale.items()
+        ]
         off = health.stale_postings(opened, profile)
         problems += [f"{table}: postings out of step ({n})" for table, n in off.items()]
         detail = f"index valid; every tsvector and posting of profile {profile} matches its text"
