@@ -88,6 +88,7 @@ def root(
       rheo ask "what did I promise Ana?"
       rheo memory list              what rheo remembers
       rheo --install-completion     Tab completion for your shell
+      rheo resident status|stop     the resident rheo that keeps ask and mcp warm
     """
     GLOBAL.profile = profile
     GLOBAL.model = model
