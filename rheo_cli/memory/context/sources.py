@@ -90,22 +90,7 @@ def collect(
     memory never stops the chat. Without ``unreadable`` such errors are raised. ``query`` is
     the message's analysis when the caller has it (else it is made here)."""
 
-    def guarded(section: str, read: Callable[[], T], empty: T) -> T:
-        if unreadable is None:
-            return read()
-        try:
-            return read()
-        except (
-            DatabaseError,
-            MemoryError,
-            EngineError,
-            ValueError,
-            TypeError,
-            KeyError,
-        ) as exc:
-            unreadable.setdefault(section, " ".join(str(exc).split())[:160] or type(exc).__name__)
-            return empty
-
+    guarded = _Guard(unreadable)
     no_items: list[item_store.MemoryItem] = []
     none: list[Line] = []
     active = guarded(
@@ -156,24 +141,8 @@ def collect(
             lambda: session_lines(conn, profile, sid, before_turn_id, tz, settings, budget, view),
             none,
         )
-    skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
-    # The previous session's end stands for its turns only where it shows them whole: a turn
-    # it had to clip can still bring its matching sentences as RELEVANT HISTORY.
-    skip_turns |= {
-        t
-        for line in out[EPISODIC]
-        if line.source.startswith("session:")
-        for t in line.turn_ids
-        if f"full text in turn #{t}" not in line.text
-    }
-    if before_turn_id is not None:
-        skip_turns.add(before_turn_id)
-    skip_turns |= view.withheld.turns
-    skip_digests = {
-        int(line.source.split(":")[1])
-        for line in out[EPISODIC]
-        if line.source.startswith("digest:")
-    }
+    skip_turns = _shown_turns(out, before_turn_id, view)
+    skip_digests = _shown_digests(out)
     out[RELEVANT_HISTORY] = guarded(
         RELEVANT_HISTORY,
         lambda: relevant.collect(
@@ -191,6 +160,63 @@ def collect(
     )
     out[KNOWLEDGE] = guarded(KNOWLEDGE, lambda: knowledge_lines(conn, profile, query), none)
     return view.finish(out)
+
+
+class _Guard:
+    """Reads one section for `collect`: with ``unreadable`` (section -> reason) a store error
+    leaves the section empty and records why; without it the error is raised."""
+
+    def __init__(self, unreadable: dict[str, str] | None) -> None:
+        self.unreadable = unreadable
+
+    def __call__(self, section: str, read: Callable[[], T], empty: T) -> T:
+        """``read()``, or ``empty`` when it fails and failures are being recorded."""
+        if self.unreadable is None:
+            return read()
+        try:
+            return read()
+        except (
+            DatabaseError,
+            MemoryError,
+            EngineError,
+            ValueError,
+            TypeError,
+            KeyError,
+        ) as exc:
+            reason = " ".join(str(exc).split())[:160] or type(exc).__name__
+            self.unreadable.setdefault(section, reason)
+            return empty
+
+
+def _shown_turns(
+    out: dict[str, list[Line]], before_turn_id: int | None, view: TurnView
+) -> set[int]:
+    """Ids of the turns RELEVANT HISTORY should not bring again: those the current session's
+    lines and the previous session's end show whole, the message's own turn
+    (``before_turn_id``) and the turns ``view`` withholds."""
+    skip_turns = {t for line in out[CURRENT_SESSION] for t in line.turn_ids}
+    # The previous session's end stands for its turns only where it shows them whole: a turn
+    # it had to clip can still bring its matching sentences as RELEVANT HISTORY.
+    skip_turns |= {
+        t
+        for line in out[EPISODIC]
+        if line.source.startswith("session:")
+        for t in line.turn_ids
+        if f"full text in turn #{t}" not in line.text
+    }
+    if before_turn_id is not None:
+        skip_turns.add(before_turn_id)
+    skip_turns |= view.withheld.turns
+    return skip_turns
+
+
+def _shown_digests(out: dict[str, list[Line]]) -> set[int]:
+    """Ids of the digests EPISODIC already shows (its ``digest:<id>`` lines)."""
+    return {
+        int(line.source.split(":")[1])
+        for line in out[EPISODIC]
+        if line.source.startswith("digest:")
+    }
 
 
 def turn_prefix(turn: ledger.Turn, tz: tzinfo | None) -> str:
