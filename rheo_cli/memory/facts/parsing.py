@@ -336,98 +336,21 @@ def read_fact(
     if not isinstance(raw, dict):
         notes.append(f"fact {n}: dropped, not an object")
         return None
-    content = raw.get("content")
-    label = _text(raw.get("label"))
-    properties = raw.get("properties")
-    if isinstance(content, dict):
-        label = label or _text(content.get("label"))
-        properties = properties if properties is not None else content.get("properties")
-    elif content is not None and not label:
-        label = _text(content)
-    for alias in ("fact", "text", "value", "summary", "statement"):
-        if not label and alias in raw:
-            label = _text(raw.get(alias))
-            if label:
-                notes.append(f"fact {n}: label taken from {alias!r}")
+    label, raw_properties = _label_and_properties(raw, notes, n)
     if not label:
-        notes.append(f"fact {n}: dropped, no content")
         return None
-    if len(label) > LABEL_MAX:
-        notes.append(f"fact {n}: label cut to {LABEL_MAX} characters")
-        label = label[:LABEL_MAX]
-    if properties is None:
-        properties = {}
-    if not isinstance(properties, dict):
-        notes.append(f"fact {n}: properties were not an object; dropped them")
-        properties = {}
-    properties = {
-        clean(str(k)): _plain(v) for k, v in properties.items() if v is not None and str(k).strip()
-    }
-    if len(json.dumps(properties, ensure_ascii=False)) > MAX_PROPERTIES_CHARS:
-        notes.append(
-            f"fact {n}: properties longer than {MAX_PROPERTIES_CHARS} characters; dropped them"
-        )
-        properties = {}
+    properties = _properties(raw_properties, notes, n)
     mismatch = language.mismatch(person_text, label) if person_text else None
     if mismatch:
         notes.append(f"fact {n}: dropped, {mismatch}")
         return None
-    existing_id: int | None = None
-    relation = _relation(raw, notes, n)
-    for key in ("existing_id", "id", "item_id", "reinforces", "supersedes", "updates"):
-        if raw.get(key) is None:
-            continue
-        try:
-            ref = int(raw[key])
-        except (TypeError, ValueError):
-            notes.append(f"fact {n}: {key} {raw[key]!r} is not an id; ignored")
-            continue
-        if ref in known_ids:
-            existing_id = ref
-            if relation is None and key in ("reinforces", "supersedes", "updates"):
-                relation = _RELATION_ALIASES[key]
-        else:
-            notes.append(f"fact {n}: unknown id {ref} ignored")
-        break
-    if relation == "new" or (relation is not None and existing_id is None):
-        if relation != "new":
-            notes.append(f"fact {n}: {relation!r} without a known id; read as new")
-        relation = None
-    topic = topic_key(_text(raw.get("topic") or raw.get("key") or ""))
-    if existing_id is not None:
-        if topic and topic != known_ids[existing_id]:
-            notes.append(f"fact {n}: topic set to that of #{existing_id}")
-        topic = known_ids[existing_id]
-    if not topic:
-        topic = topic_key(label)[:40].strip("-")
-        notes.append(f"fact {n}: no topic, derived {topic!r} from the label")
-    turn_id: int | None = None
-    if turn_ids is not None and raw.get("turn_id") is not None:
-        try:
-            tid = int(raw["turn_id"])
-        except (TypeError, ValueError):
-            tid = -1
-        if tid in turn_ids:
-            turn_id = tid
-        else:
-            notes.append(f"fact {n}: turn id {raw['turn_id']!r} is not in this session; ignored")
+    existing_id, relation = _existing(raw, notes, n, known_ids)
+    topic = _topic(raw, notes, n, label, existing_id, known_ids)
+    turn_id = _turn_id(raw, notes, n, turn_ids)
     scope = read_scope(raw.get("scope"))
     if raw.get("scope") is not None and scope is None:
         notes.append(f"fact {n}: scope {_text(raw.get('scope'))[:40]!r} read as shared")
-    ignored = sorted(
-        set(raw)
-        & {
-            "profile",
-            "owner",
-            "user",
-            "source_turn_id",
-            "status",
-            "pinned",
-            "created_at",
-            "assistant",
-            "agent",
-        }
-    )
+    ignored = sorted(set(raw) & _RHEO_DECIDES)
     if ignored:
         notes.append(f"fact {n}: ignored {', '.join(ignored)} (rheo decides these)")
     moment = now if now is not None else datetime.now(tz)
@@ -451,6 +374,134 @@ def read_fact(
     return Candidate(
         fact=fact, existing_id=existing_id, turn_id=turn_id, relation=relation, scope=scope
     )
+
+
+_RHEO_DECIDES = {
+    "profile",
+    "owner",
+    "user",
+    "source_turn_id",
+    "status",
+    "pinned",
+    "created_at",
+    "assistant",
+    "agent",
+}
+"""Fields of a fact object that rheo sets itself: a writer's values for them are ignored."""
+
+
+def _label_and_properties(raw: dict[str, Any], notes: list[str], n: int) -> tuple[str, Any]:
+    """The fact's label (cut to `LABEL_MAX` characters; "" with a note when it has none) and
+    its properties as the writer gave them (not yet checked), from ``label``/``properties``,
+    a ``content`` object or text, or a label alias (``fact``, ``text``...)."""
+    content = raw.get("content")
+    label = _text(raw.get("label"))
+    properties = raw.get("properties")
+    if isinstance(content, dict):
+        label = label or _text(content.get("label"))
+        properties = properties if properties is not None else content.get("properties")
+    elif content is not None and not label:
+        label = _text(content)
+    for alias in ("fact", "text", "value", "summary", "statement"):
+        if not label and alias in raw:
+            label = _text(raw.get(alias))
+            if label:
+                notes.append(f"fact {n}: label taken from {alias!r}")
+    if not label:
+        notes.append(f"fact {n}: dropped, no content")
+        return "", properties
+    if len(label) > LABEL_MAX:
+        notes.append(f"fact {n}: label cut to {LABEL_MAX} characters")
+        label = label[:LABEL_MAX]
+    return label, properties
+
+
+def _properties(given: Any, notes: list[str], n: int) -> dict[str, Any]:
+    """The fact's properties (``given``: as the writer gave them) as safe JSON (`_plain`),
+    keys cleaned and empty values left out; {} (with a note) when they are no object or
+    longer than `MAX_PROPERTIES_CHARS` characters as JSON."""
+    if given is None:
+        given = {}
+    if not isinstance(given, dict):
+        notes.append(f"fact {n}: properties were not an object; dropped them")
+        given = {}
+    properties: dict[str, Any] = {
+        clean(str(k)): _plain(v) for k, v in given.items() if v is not None and str(k).strip()
+    }
+    if len(json.dumps(properties, ensure_ascii=False)) > MAX_PROPERTIES_CHARS:
+        notes.append(
+            f"fact {n}: properties longer than {MAX_PROPERTIES_CHARS} characters; dropped them"
+        )
+        properties = {}
+    return properties
+
+
+def _existing(
+    raw: dict[str, Any], notes: list[str], n: int, known_ids: dict[int, str]
+) -> tuple[int | None, str | None]:
+    """The known item the fact refers to (the first id field given, when it is in
+    ``known_ids``) and its relation to it: same, update or done; None for a new fact, or one
+    whose relation needs an id it lacks."""
+    existing_id: int | None = None
+    relation = _relation(raw, notes, n)
+    for key in ("existing_id", "id", "item_id", "reinforces", "supersedes", "updates"):
+        if raw.get(key) is None:
+            continue
+        try:
+            ref = int(raw[key])
+        except (TypeError, ValueError):
+            notes.append(f"fact {n}: {key} {raw[key]!r} is not an id; ignored")
+            continue
+        if ref in known_ids:
+            existing_id = ref
+            if relation is None and key in ("reinforces", "supersedes", "updates"):
+                relation = _RELATION_ALIASES[key]
+        else:
+            notes.append(f"fact {n}: unknown id {ref} ignored")
+        break
+    if relation == "new" or (relation is not None and existing_id is None):
+        if relation != "new":
+            notes.append(f"fact {n}: {relation!r} without a known id; read as new")
+        relation = None
+    return existing_id, relation
+
+
+def _topic(
+    raw: dict[str, Any],
+    notes: list[str],
+    n: int,
+    label: str,
+    existing_id: int | None,
+    known_ids: dict[int, str],
+) -> str:
+    """The fact's topic key: the known item's when it refers to one, else the writer's
+    ``topic`` (or ``key``), else one derived from ``label`` (at most 40 characters)."""
+    topic = topic_key(_text(raw.get("topic") or raw.get("key") or ""))
+    if existing_id is not None:
+        if topic and topic != known_ids[existing_id]:
+            notes.append(f"fact {n}: topic set to that of #{existing_id}")
+        topic = known_ids[existing_id]
+    if not topic:
+        topic = topic_key(label)[:40].strip("-")
+        notes.append(f"fact {n}: no topic, derived {topic!r} from the label")
+    return topic
+
+
+def _turn_id(
+    raw: dict[str, Any], notes: list[str], n: int, turn_ids: set[int] | None
+) -> int | None:
+    """The turn a digest's fact cites, when it is one of ``turn_ids`` (None: the writer may
+    cite none)."""
+    if turn_ids is None or raw.get("turn_id") is None:
+        return None
+    try:
+        tid = int(raw["turn_id"])
+    except (TypeError, ValueError):
+        tid = -1
+    if tid in turn_ids:
+        return tid
+    notes.append(f"fact {n}: turn id {raw['turn_id']!r} is not in this session; ignored")
+    return None
 
 
 def _relation(raw: dict[str, Any], notes: list[str], n: int) -> str | None:
