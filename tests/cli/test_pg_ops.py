@@ -23,7 +23,7 @@ pytestmark = [
         not os.environ.get("RHEO_TEST_DATABASE_URL"),
         reason="PostgreSQL tests need RHEO_TEST_DATABASE_URL (scripts/test-services start)",
     ),
-    pytest.mark.xdist_group("pg_purge"),  # purges: see tests/memory/test_pg_purge.py
+    pytest.mark.xdist_group("pg_purge"),  # purges: see tests/memory/store/test_pg_purge.py
 ]
 
 WORD = "Xylophonequartz"

@@ -1,5 +1,5 @@
 """``rheo team`` where the store has no logins of its own (the SQLite file): refused in one
-line, exit 2, nothing created. On PostgreSQL: tests/memory/test_pg_member_logins.py."""
+line, exit 2, nothing created. On PostgreSQL: tests/memory/store/test_pg_member_logins.py."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import pytest
 
 from rheo_cli.memory.facts.equivalence import closes, equivalent, similar
 
-CORPUS = json.loads((Path(__file__).parent.parent / "data" / "equivalence_pairs.json").read_text())
+CORPUS = json.loads((Path(__file__).parents[2] / "data" / "equivalence_pairs.json").read_text())
 PAIRS = CORPUS["pairs"]
 CHANGED = [p for p in PAIRS if p["label"] == "changed"]
 SAME = [p for p in PAIRS if p["label"] == "same"]
