@@ -162,106 +162,134 @@ def import_records(
     Raises InvalidInput naming the line of a malformed record, one referring to a document
     not stored or before it, or an active version of a document that is already active here
     in a version with other text (remove it first with ``rheo kb remove``)."""
-    known = keys(conn, profile)
-    file: dict[str, int | None] = {}  # the file's keys -> local ids (None: left out as purged)
-    content: dict[str, str] = {}  # the file's document keys -> their content keys
-    same: set[str] = set()  # document keys of the file standing for an identical active version
-    added = dict.fromkeys(KINDS, 0)
-    present = left_out = 0
-    links: list[tuple[int, int, str]] = []
+    run = _Import(conn, profile, purged)
     for line, rec in records:
         key = rec.get("key")
         if not isinstance(key, str) or not key:
             raise InvalidInput(f"line {line}: key and profile must be text")
-        if key in file:
-            present += 1  # the same record again (a file holding an export twice)
+        if key in run.file:
+            run.present += 1  # the same record again (a file holding an export twice)
             continue
         if rec["type"] == "kb_document":
-            status = rec.get("status")
-            if status not in STATUSES:
-                raise InvalidInput(f"line {line}: status must be one of {', '.join(STATUSES)}")
-            source = _text(rec, line, "source")
-            own = document_key({
-                "profile": profile, "source": source, "version": _int(rec, line, "version", 1),
-                "sha256": _text(rec, line, "sha256"), "added_at": _time(rec, line, "added_at"),
-            })  # fmt: skip
-            content[key] = own
-            if own in known:
-                file[key] = known[own]
-                present += 1
-                continue
-            if own in purged:
-                file[key] = None
-                left_out += 1
-                continue
-            active = (
-                conn.execute(
-                    "SELECT id, sha256 FROM kb_documents WHERE profile = ? AND source = ? "
-                    "AND status = 'active'",
-                    (profile, source),
-                ).fetchone()
-                if status == "active"
-                else None
-            )
-            if active is not None and active[1] == _text(rec, line, "sha256"):
-                # The same text is active here already (added to both stores): it is there.
-                file[key] = int(active[0])
-                same.add(key)
-                present += 1
-                continue
-            if active is not None:
-                raise InvalidInput(
-                    f"line {line}: knowledge document {source!r} is already active here in "
-                    "another version (rheo kb remove it first)"
-                )
-            new_id = conn.execute(
-                "INSERT INTO kb_documents(profile, source, title, sha256, version, status, "
-                "added_at, changed_at, chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-                (
-                    profile, source, _text(rec, line, "title"), _text(rec, line, "sha256"),
-                    _int(rec, line, "version", 1), status, _time(rec, line, "added_at"),
-                    _time(rec, line, "changed_at", required=False), _int(rec, line, "chars", 0),
-                ),
-            ).fetchone()[0]  # fmt: skip
-            if rec.get("replaced_by") is not None:
-                links.append((int(new_id), line, str(rec["replaced_by"])))
-            added["kb_document"] += 1
-            known[own] = int(new_id)
+            run.document(line, rec, key)
         else:
-            document = rec.get("document")
-            if not isinstance(document, str) or document not in file:
-                raise InvalidInput(f"line {line}: document {document!r} is not a record before it")
-            own = chunk_key(content[document], _int(rec, line, "ordinal", 0))
-            if document in same:  # a chunk of a version already here: its own chunks stand
-                present += 1
+            run.chunk(line, rec, key)
+    run.link_replacements()
+    return run.added, run.present, run.left_out
+
+
+class _Import:
+    """One `import_records` run into ``profile``: the keys stored and the file's keys seen so
+    far, the counts, and the ``replaced_by`` links written once every document is in."""
+
+    def __init__(self, conn: Connection, profile: str, purged: set[str] | frozenset[str]) -> None:
+        self.conn = conn
+        self.profile = profile
+        self.purged = purged
+        self.known = keys(conn, profile)  # stored content keys -> local ids
+        self.file: dict[str, int | None] = {}  # the file's keys -> local ids (None: purged)
+        self.content: dict[str, str] = {}  # the file's document keys -> their content keys
+        self.same: set[str] = set()  # the file's document keys of an identical active version
+        self.added = dict.fromkeys(KINDS, 0)
+        self.present = 0
+        self.left_out = 0
+        self.links: list[tuple[int, int, str]] = []  # (local id, line, replaced_by's file key)
+
+    def document(self, line: int, rec: dict[str, Any], key: str) -> None:
+        """Import the ``kb_document`` record ``rec`` (file key ``key``) of line ``line``."""
+        profile = self.profile
+        status = rec.get("status")
+        if status not in STATUSES:
+            raise InvalidInput(f"line {line}: status must be one of {', '.join(STATUSES)}")
+        source = _text(rec, line, "source")
+        own = document_key({
+            "profile": profile, "source": source, "version": _int(rec, line, "version", 1),
+            "sha256": _text(rec, line, "sha256"), "added_at": _time(rec, line, "added_at"),
+        })  # fmt: skip
+        self.content[key] = own
+        if own in self.known:
+            self.file[key] = self.known[own]
+            self.present += 1
+            return
+        if own in self.purged:
+            self.file[key] = None
+            self.left_out += 1
+            return
+        active = self._active(source) if status == "active" else None
+        if active is not None and active[1] == _text(rec, line, "sha256"):
+            # The same text is active here already (added to both stores): it is there.
+            self.file[key] = int(active[0])
+            self.same.add(key)
+            self.present += 1
+            return
+        if active is not None:
+            raise InvalidInput(
+                f"line {line}: knowledge document {source!r} is already active here in "
+                "another version (rheo kb remove it first)"
+            )
+        new_id = self.conn.execute(
+            "INSERT INTO kb_documents(profile, source, title, sha256, version, status, "
+            "added_at, changed_at, chars) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                profile, source, _text(rec, line, "title"), _text(rec, line, "sha256"),
+                _int(rec, line, "version", 1), status, _time(rec, line, "added_at"),
+                _time(rec, line, "changed_at", required=False), _int(rec, line, "chars", 0),
+            ),
+        ).fetchone()[0]  # fmt: skip
+        if rec.get("replaced_by") is not None:
+            self.links.append((int(new_id), line, str(rec["replaced_by"])))
+        self.added["kb_document"] += 1
+        self.known[own] = int(new_id)
+        self.file[key] = int(new_id)
+
+    def _active(self, source: str) -> Any:
+        """The stored active version of ``source`` (its id and sha256), or None."""
+        return self.conn.execute(
+            "SELECT id, sha256 FROM kb_documents WHERE profile = ? AND source = ? "
+            "AND status = 'active'",
+            (self.profile, source),
+        ).fetchone()
+
+    def chunk(self, line: int, rec: dict[str, Any], key: str) -> None:
+        """Import the ``kb_chunk`` record ``rec`` (file key ``key``) of line ``line``: its
+        document must be a record before it."""
+        document = rec.get("document")
+        if not isinstance(document, str) or document not in self.file:
+            raise InvalidInput(f"line {line}: document {document!r} is not a record before it")
+        own = chunk_key(self.content[document], _int(rec, line, "ordinal", 0))
+        if document in self.same:  # a chunk of a version already here: its own chunks stand
+            self.present += 1
+            return
+        if own in self.known:
+            self.file[key] = self.known[own]
+            self.present += 1
+            return
+        if self.file[document] is None or own in self.purged:
+            self.file[key] = None
+            self.left_out += 1
+            return
+        new_id = self.conn.execute(
+            "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
+            "VALUES (?, ?, ?, ?, ?) RETURNING id",
+            (
+                self.file[document], self.profile, _int(rec, line, "ordinal", 0),
+                _text(rec, line, "heading"), _text(rec, line, "content"),
+            ),
+        ).fetchone()[0]  # fmt: skip
+        self.added["kb_chunk"] += 1
+        self.known[own] = int(new_id)
+        self.file[key] = int(new_id)
+
+    def link_replacements(self) -> None:
+        """Point each imported version at the version that replaced it (its ``replaced_by``,
+        a key of the file or one stored), unless that version was purged."""
+        for doc_id, line, target in self.links:
+            if target not in self.file and target not in self.known:
+                raise InvalidInput(f"line {line}: replaced_by {target!r} is not in the file")
+            replacement = self.file[target] if target in self.file else self.known[target]
+            if replacement is None:  # the newer version was purged: this one has no successor
                 continue
-            if own in known:
-                file[key] = known[own]
-                present += 1
-                continue
-            if file[document] is None or own in purged:
-                file[key] = None
-                left_out += 1
-                continue
-            new_id = conn.execute(
-                "INSERT INTO kb_chunks(document_id, profile, ordinal, heading, content) "
-                "VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (
-                    file[document], profile, _int(rec, line, "ordinal", 0),
-                    _text(rec, line, "heading"), _text(rec, line, "content"),
-                ),
-            ).fetchone()[0]  # fmt: skip
-            added["kb_chunk"] += 1
-            known[own] = int(new_id)
-        file[key] = int(new_id)
-    for doc_id, line, target in links:
-        if target not in file and target not in known:
-            raise InvalidInput(f"line {line}: replaced_by {target!r} is not in the file")
-        replacement = file[target] if target in file else known[target]
-        if replacement is None:  # the newer version was purged: this one has no successor
-            continue
-        conn.execute(
-            "UPDATE kb_documents SET replaced_by = ? WHERE id = ? AND profile = ?",
-            (replacement, doc_id, profile),
-        )
-    return added, present, left_out
+            self.conn.execute(
+                "UPDATE kb_documents SET replaced_by = ? WHERE id = ? AND profile = ?",
+                (replacement, doc_id, self.profile),
+            )
