@@ -16,6 +16,7 @@ from helpers import api_env, db_rows, route, run_rheo
 
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
+from rheo_cli.memory.store.timeutil import to_stored
 
 T10 = datetime.fromisoformat("2026-11-30T10:00:00+01:00")
 T15 = T10 + timedelta(hours=5)
@@ -217,3 +218,38 @@ def test_importing_past_history_does_not_break_continuity(rheo, api, monkeypatch
     assert "End of the previous session" not in episodic(info)
     recent = json.loads(rheo("history", "recent", "-n", "2", "--json").stdout)
     assert [t["content"] for t in recent] == ["And the reminder?", ANSWER]
+
+
+def test_a_session_continued_after_its_digest_shows_what_the_digest_does_not_cover(tmp_path):
+    """A session digested, then continued (``rheo ask --session N``) and left again: the next
+    session sees the digest and, after it, the turns the digest was written before."""
+    from rheo_cli.memory.context import assemble
+    from rheo_cli.memory.ledger.digests import store_digest
+    from rheo_cli.memory.store.settings import Settings
+
+    conn = db.open_store(tmp_path / "s.db")
+    s = Settings()
+
+    def say(text_: str, when: datetime, session_id: int | None = None) -> int:
+        return ledger.append_turn(
+            conn, profile="default", role="user", content=text_, now=when, gap_s=s.gap_s,
+            session_id=session_id,
+        ).turn.session_id  # fmt: skip
+
+    first = say("alpha: booked the dentist for Tuesday", T10)
+    store_digest(
+        conn, profile="default", session_id=first, narrative="Booked the dentist.", facts=[],
+        procedures=[], decisions=[], source_turn_ids=[1], model="m", created_at=to_stored(T15),
+    )  # fmt: skip
+    assert say("gamma: moved the dentist to Thursday", T15, session_id=first) == first
+    ctx = assemble.assemble(
+        conn, profile="default", message="hello", now=T15 + timedelta(hours=5), settings=s,
+        budget=2000,
+    )  # fmt: skip
+    section = ctx.section("EPISODIC MEMORY")
+    assert section is not None
+    shown = section.render()
+    assert "Booked the dentist." in shown
+    assert "after its digest" in shown and "gamma: moved the dentist to Thursday" in shown
+    assert "alpha: booked" not in shown  # what the digest covers is not repeated
+    conn.close()

@@ -282,16 +282,23 @@ def previous_end_lines(
     """How the previous session ended, while it has no digest (just closed, the worker not run
     yet, or every model failing): its last turns (up to ``settings.session_turns``, each reply
     after its question), newest kept first within ``share`` of the budget, as one block
-    headed "End of the previous session". Empty once the digest exists (it replaces them).
+    headed "End of the previous session". Once the digest exists it replaces them — but for
+    a session continued after its digest was written, the turns the digest does not cover
+    (later than its end) are still shown, headed as such.
 
     ``session_id`` is the message's session (None: the message opens a new one, so the
     previous session is the latest). ``view`` leaves out turns a forgotten fact stands in and
     marks changed values.
     """
     previous = previous_session(conn, profile, session_id)
-    if previous is None or digest_store.has_digest(conn, profile, previous.id):
+    if previous is None:
+        return []
+    covered = digest_store.digested_until(conn, profile, previous.id)
+    if covered is not None and not _later(previous.last_turn_at, covered):
         return []
     turns = ledger.session_turns(conn, profile, previous.id, limit=settings.session_turns + 4)
+    if covered is not None:
+        turns = [t for t in turns if _later(t.ts, covered)]
     turns = in_reply_order([t for t in turns if t.content.strip()])[-settings.session_turns :]
     view = view or TurnView.plain()
     turns = view.turns(turns)
@@ -299,9 +306,10 @@ def previous_end_lines(
         return []
     cap = max(80, int(budget * share))
     per_turn = max(40, cap // 4)
+    state = "not summarised yet" if covered is None else "after its digest"
     head = (
         f"End of the previous session ({display(previous.started_at, tz)} to "
-        f"{display(previous.last_turn_at, tz)}; not summarised yet), its last turns:"
+        f"{display(previous.last_turn_at, tz)}; {state}), its last turns:"
     )
     used = estimate(head)
     picked: list[tuple[ledger.Turn, str]] = []
@@ -319,10 +327,18 @@ def previous_end_lines(
             source=f"session:{previous.id}",
             rank=PREVIOUS_RANK,
             order=(-1.0,),
-            why=f"end of session #{previous.id}, which has no digest yet",
+            why=f"end of session #{previous.id}, "
+            + ("which has no digest yet" if covered is None else "after its digest"),
             turn_ids=tuple(turn.id for turn, _ in picked),
         )
     ]
+
+
+def _later(stored: object, than: str) -> bool:
+    """Whether stored UTC time ``stored`` (text, or a datetime from PostgreSQL) is later than
+    ``than``."""
+    moment = stored if isinstance(stored, datetime) else from_stored(str(stored))
+    return moment > from_stored(than)
 
 
 def open_item_lines(

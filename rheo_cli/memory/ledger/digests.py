@@ -131,6 +131,17 @@ def has_digest(conn: Connection, profile: str, session_id: int) -> bool:
     return row is not None
 
 
+def digested_until(conn: Connection, profile: str, session_id: int) -> str | None:
+    """The stored UTC time of the last turn session ``session_id``'s digest covers (its
+    ``ended_at``), or None when the session has no digest. A session continued after its
+    digest (``rheo ask --session N``) has turns later than this, which the digest does not
+    summarise."""
+    row = conn.execute(
+        "SELECT ended_at FROM digests WHERE session_id = ? AND profile = ?", (session_id, profile)
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
 def get_digest(conn: Connection, profile: str, digest_id: int) -> Digest:
     """Digest ``digest_id`` of ``profile``; raises NotFound otherwise."""
     row = conn.execute(
