@@ -56,17 +56,10 @@ def m001_ledger(conn: sqlite3.Connection) -> None:
     )
 
 
-def m002_memory(conn: sqlite3.Connection) -> None:
-    """Memory items and their event history, session digests and the background job queue.
+# m002_memory's script in four parts, run joined in this order. Existing databases were made
+# with it: not a byte of a statement, nor their order, may change.
 
-    Item content (topic, label, properties) is immutable once written: a changed fact is a new
-    item that supersedes the old one (Rheo article §05). Items are never deleted; events, like
-    turns,
-    are append-only.
-    """
-    run_script(
-        conn,
-        """
+_MEMORY_ITEMS = """
         CREATE TABLE memory_items (
             id             INTEGER PRIMARY KEY AUTOINCREMENT,
             profile        TEXT NOT NULL,
@@ -107,7 +100,12 @@ def m002_memory(conn: sqlite3.Connection) -> None:
             INSERT INTO memory_items_fts(rowid, topic, label, properties)
             VALUES (new.id, new.topic, new.label, new.properties);
         END;
+"""
+"""Memory items: the table, its indexes, the triggers that keep an item's content fixed and
+rows undeleted, and its FTS5 index (filled on insert)."""
 
+
+_MEMORY_EVENTS = """
         CREATE TABLE memory_events (
             id              INTEGER PRIMARY KEY AUTOINCREMENT,
             item_id         INTEGER NOT NULL REFERENCES memory_items(id),
@@ -122,7 +120,11 @@ def m002_memory(conn: sqlite3.Connection) -> None:
             data            TEXT NOT NULL DEFAULT '{}'
         );
         CREATE INDEX memory_events_item ON memory_events(item_id, id);
+"""
+"""Memory events: each item's history (append-only, see `m002_memory`)."""
 
+
+_DIGESTS = """
         CREATE TABLE digests (
             id              INTEGER PRIMARY KEY AUTOINCREMENT,
             profile         TEXT NOT NULL,
@@ -147,7 +149,11 @@ def m002_memory(conn: sqlite3.Connection) -> None:
             INSERT INTO digests_fts(rowid, narrative, decisions)
             VALUES (new.id, new.narrative, new.decisions);
         END;
+"""
+"""Session digests: one per session, and their FTS5 index (filled on insert)."""
 
+
+_JOBS = """
         CREATE TABLE jobs (
             id          INTEGER PRIMARY KEY AUTOINCREMENT,
             profile     TEXT NOT NULL,
@@ -165,6 +171,23 @@ def m002_memory(conn: sqlite3.Connection) -> None:
         );
         CREATE INDEX jobs_status ON jobs(status, id);
         """
+"""The background job queue: one job per kind and row it is about."""
+
+
+def m002_memory(conn: sqlite3.Connection) -> None:
+    """Memory items and their event history, session digests and the background job queue.
+
+    Item content (topic, label, properties) is immutable once written: a changed fact is a new
+    item that supersedes the old one (Rheo article §05). Items are never deleted; events, like
+    turns,
+    are append-only.
+    """
+    run_script(
+        conn,
+        _MEMORY_ITEMS
+        + _MEMORY_EVENTS
+        + _DIGESTS
+        + _JOBS
         + append_only("memory_events", "memory history")
         + append_only("digests", "the digest log"),
     )
