@@ -16,12 +16,17 @@ from .when import relative
 from .wording import plural
 
 
-def _flags(item: Any) -> str:
+def _flags(item: Any, now: datetime) -> str:
+    """``[pinned, expired 2026-05-08] `` before an item's content: what it is besides active
+    (a fact past its validity window is expired, with the window's end)."""
     flags = []
     if item.pinned:
         flags.append("pinned")
-    if item.status != "active":
-        flags.append(item.status)
+    state = item.state(now) if hasattr(item, "state") else item.status
+    if state == "expired":
+        flags.append(f"expired {local(item.valid_until, now, with_time=False)}")
+    elif state != "active":
+        flags.append(state)
     if item.conflict_with:
         flags.append(f"conflicts with #{item.conflict_with}")
     return f"[{', '.join(flags)}] " if flags else ""
@@ -47,7 +52,7 @@ def print_memories(items: Sequence[Any], now: datetime, settings: Any, *, whose:
             item.topic or "",
             f"{item.effective(now, settings):.2f}",
             relative(item.reinforced_at, now),
-            _flags(item) + item.content_text(),
+            _flags(item, now) + item.content_text(),
         ]
         rows.append(row)
     print_table(columns, rows)

@@ -36,7 +36,7 @@ class TurnView:
 
     def turns(self, turns: Iterable[ledger.Turn]) -> list[ledger.Turn]:
         """``turns`` without the held-back ones; their marks are worked out meanwhile."""
-        kept = [t for t in turns if self.withheld.keeps(t)]
+        kept = self.withheld.kept(turns)
         if self.changes is not None:
             self.changes.prepare(kept)
         return kept

@@ -29,11 +29,15 @@ from dataclasses import dataclass, field
 
 from ..facts import forgetting
 from ..facts.items import MemoryItem, row_to_item
-from ..facts.keywords import quotes
+from ..facts.keywords import meaningful, own_words, quotes, roots
+from ..facts.requests import detect
 from ..ledger import turns as ledger
 from ..ledger.pairing import reply_to
 from ..retrieval.lines import Line
 from ..store.api import Connection
+
+SCAN = 200
+"""Turns read at most per forgotten thing when looking for the turns that say it."""
 
 STATING = ("created", "reinforced", "retracted")
 """Events whose turn states the fact (or, for ``retracted``, names it to forget it)."""
@@ -49,9 +53,24 @@ class Withheld:
     turns: frozenset[int] = frozenset()
     facts: tuple[MemoryItem, ...] = ()
     secrets: frozenset[str] = field(default_factory=frozenset)
+    said: tuple[tuple[frozenset[str], int | None], ...] = ()
+    """How each forgotten thing reads: the meaningful words (`keywords.roots`) of a forgotten
+    fact's label or of the person's request to forget, with the id of the request's turn
+    (turns before it are held back; None: every turn)."""
 
     def __bool__(self) -> bool:
         return bool(self.turns or self.facts or self.secrets)
+
+    def states(self, turn_id: int, text: str) -> bool:
+        """Whether turn ``turn_id`` (its ``text``) says something forgotten: every word of a
+        forgotten fact, or of a request to forget, is in it — a turn that said it though no
+        fact was learnt from it (extraction found nothing, or had not run yet)."""
+        if not self.said:
+            return False
+        words = roots(text)
+        return any(
+            need <= words and (before is None or turn_id < before) for need, before in self.said
+        )
 
     def leaks(self, text: str) -> bool:
         """Whether ``text`` holds the value of a forgotten secret."""
@@ -60,7 +79,30 @@ class Withheld:
     def keeps(self, turn: ledger.Turn) -> bool:
         """Whether ``turn`` may be injected: not one a forgotten fact stands in, and without
         a forgotten secret."""
-        return turn.id not in self.turns and not self.leaks(turn.content)
+        return (
+            turn.id not in self.turns
+            and not self.leaks(turn.content)
+            and not self.states(turn.id, turn.content)
+        )
+
+    def kept(self, turns: Iterable[ledger.Turn]) -> list[ledger.Turn]:
+        """``turns`` (a stretch of the ledger, in order) without those held back (`keeps`),
+        and without the assistant's replies to a person's turn held back for what it says
+        (`states`): the echo of a forgotten thing need not repeat its words."""
+        out: list[ledger.Turn] = []
+        stated: set[int] = set()
+        previous: ledger.Turn | None = None
+        for turn in turns:
+            if turn.role == "user" and self.states(turn.id, turn.content):
+                stated.add(turn.id)
+            question = reply_to(turn)
+            if question is None and turn.role == "assistant" and previous is not None:
+                question = previous.id if previous.role == "user" else None
+            previous = turn
+            if question in stated or not self.keeps(turn):
+                continue
+            out.append(turn)
+        return out
 
     def quoting(self, sentence: str) -> bool:
         """Whether ``sentence`` (of a summary) states a forgotten fact or a secret of one."""
@@ -91,7 +133,8 @@ class Withheld:
             kept: list[Line] = []
             for line in lines:
                 kind, _, ref = line.source.partition(":")
-                if kind == "turn" and ref.isdigit() and int(ref) in self.turns:
+                held = kind == "turn" and ref.isdigit()
+                if held and (int(ref) in self.turns or self.states(int(ref), line.text)):
                     continue
                 if self.leaks(line.text):
                     continue
@@ -141,7 +184,49 @@ def load(conn: Connection, profile: str) -> Withheld:
         if forgetting.secret_like(f, requests):
             said = [turns[t].content for t in stating[f.id] if t in turns]
             secrets |= forgetting.secret_values(f, said)
-    return Withheld(frozenset(held), tuple(facts), frozenset(secrets))
+    readings = _said(facts, asked, turns)
+    stating_turns = _stating(conn, profile, readings)
+    held |= stating_turns | _replies(conn, profile, stating_turns)
+    forms = tuple(sorted({(words, before) for _, words, before in readings}, key=repr))
+    return Withheld(frozenset(held), tuple(facts), frozenset(secrets), forms)
+
+
+def _said(
+    facts: list[MemoryItem], asked: Mapping[int, set[int]], turns: Mapping[int, ledger.Turn]
+) -> list[tuple[str, frozenset[str], int | None]]:
+    """How each of the forgotten ``facts`` reads: its label, and the words of each request to
+    forget it (``asked``: the turns that asked, read from ``turns``), each as ``(text, its
+    roots, the asking turn's id or None)``."""
+    out: dict[tuple[frozenset[str], int | None], str] = {}
+    for f in facts:
+        by = [t for t in asked[f.id] if t in turns]
+        label = frozenset(roots(f.label, f.properties))
+        if label:
+            out.setdefault((label, max(by) if by else None), f.label)
+        for turn_id in by:
+            for request in detect(own_words(turns[turn_id].content)):
+                words = frozenset(roots(request.content))
+                if request.kind == "forget" and words:
+                    out.setdefault((words, turn_id), request.content)
+    return [(text, words, before) for (words, before), text in out.items()]
+
+
+def _stating(
+    conn: Connection, profile: str, said: list[tuple[str, frozenset[str], int | None]]
+) -> set[int]:
+    """The person's turns that say one of the forgotten things ``said`` (every word of it,
+    before the request to forget it), whether or not a fact was learnt from them: found by
+    searching the ledger for its words (`SCAN` matches at most each)."""
+    view = Withheld(said=tuple((words, before) for _, words, before in said))
+    found: set[int] = set()
+    for text, _, _ in said:
+        query = " ".join(meaningful(text))
+        if not query:
+            continue
+        for turn, _ in ledger.search_turns(conn, profile, query, limit=SCAN):
+            if turn.role == "user" and view.states(turn.id, turn.content):
+                found.add(turn.id)
+    return found
 
 
 def _replies(conn: Connection, profile: str, questions: Iterable[int]) -> set[int]:

@@ -12,6 +12,7 @@ from ..store.errors import NotFound
 from .equivalence import content_key, equivalent, similar
 from .fact import Fact
 from .items import MemoryItem, row_to_item
+from .keywords import roots
 
 
 def owner_of_turn(conn: Connection, turn_id: int) -> str:
@@ -68,4 +69,19 @@ def retracted_like(conn: Connection, profile: str, fact: Fact) -> MemoryItem | N
         old = row_to_item(row)
         if similar(old.label, old.properties, fact.label, fact.properties):
             return old
+        if old.reason == FORGET_REQUEST and covers(old.label, fact):
+            return old
     return None
+
+
+FORGET_REQUEST = "the person asked to forget this before rheo had stored it"
+"""The ``reason`` of a retracted item that records a request to forget something rheo had
+not stored (yet): what a later extraction of earlier turns would learn, it must not."""
+
+
+def covers(request: str, fact: Fact) -> bool:
+    """Whether every meaningful word of ``request`` (the person's "forget that …" words) is
+    a word of ``fact`` (label, properties or topic), as `keywords.roots` reads them."""
+    wanted = roots(request)
+    have = roots(fact.label, fact.properties) | roots(fact.topic.replace("-", " "))
+    return bool(wanted) and wanted <= have

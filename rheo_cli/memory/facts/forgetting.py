@@ -23,9 +23,12 @@ from ..store.api import Connection
 from ..store.errors import EngineError
 from ..text.safety import has_secret, mask
 from . import curation
-from .equivalence import NEGATIONS, content_words, similar
+from .candidates import FORGET_REQUEST
+from .equivalence import NEGATIONS, content_words, similar, topic_key
+from .fact import LABEL_MAX, Fact
 from .items import MemoryItem, search_items
 from .keywords import meaningful, names, related, related_words, roots
+from .remember import create_item
 
 FORGETTABLE = ("active", "superseded", "evicted", "done")
 """Statuses a request to forget reaches: every version of a fact but one already retracted."""
@@ -115,12 +118,42 @@ def forget_matching(
         if earlier:
             return [], "already forgotten: " + ", ".join(f"#{n}" for n in earlier[:5])
         words = " ".join(meaningful(request))[:60] or request[:60]
+        kept = _record_request(conn, profile, request, now, cause, turn_id, assistant)
+        later = "; it will not be learnt from what was said before" if kept else ""
         return [], (
-            f'nothing stored matches "{mask(request)[:80]}"; look with: '
+            f'nothing stored matches "{mask(request)[:80]}"{later}; look with: '
             f"rheo memory search {_quoted(words)}"
         )
     listed = "; ".join(f"#{i.id} ({shown(i)})" for i in gone)
     return gone, f"forgot {listed}"
+
+
+def _record_request(
+    conn: Connection,
+    profile: str,
+    request: str,
+    now: datetime,
+    cause: str,
+    turn_id: int | None,
+    assistant: str | None,
+) -> bool:
+    """Keep a request to forget what nothing stored matches — said before its turn was
+    learnt from (extraction pending, failing or slow), or never learnt — as a retracted item
+    (reason `candidates.FORGET_REQUEST`, the person's words with long numbers left out): no
+    later extraction of earlier turns stores what it covers, and the turns that said it are
+    held back like any forgotten fact's. True when kept (only for a request made in a turn)."""
+    label = " ".join(_VALUE.sub("[number]", mask(request)).split())[:LABEL_MAX]
+    if turn_id is None or not roots(label):
+        return False
+    fact = Fact(category="fact", topic=topic_key(label) or "forgotten", label=label,
+                confidence=1.0, reason=FORGET_REQUEST)  # fmt: skip
+    try:
+        item = create_item(conn, profile, fact, source="request", now=now,
+                           source_turn_id=turn_id, assistant=assistant)  # fmt: skip
+        curation.forget(conn, profile, item.id, now, cause=cause, source_turn_id=turn_id)
+    except EngineError:
+        return False
+    return True
 
 
 def _quoted(words: str) -> str:

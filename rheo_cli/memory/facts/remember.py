@@ -361,6 +361,25 @@ def _said_before(
     return Outcome("created", get_item(conn, profile, item.id), note="; ".join(notes))
 
 
+def create_item(
+    conn: Connection,
+    profile: str,
+    fact: Fact,
+    *,
+    source: str,
+    now: datetime,
+    source_turn_id: int | None = None,
+    assistant: str | None = None,
+) -> MemoryItem:
+    """Insert ``fact`` (already checked) as a new active item of ``profile``, compared with
+    nothing — no reinforcement, no supersession, no cap: for a record that must leave every
+    other fact as it is (a request to forget something not stored yet, `forgetting`). Its
+    confidence is the fact's (else the default)."""
+    with write(conn):
+        return _create(conn, profile, fact, to_stored(now), source, source_turn_id, Settings(),
+                       assistant)  # fmt: skip
+
+
 def _confidence(fact: Fact, settings: Settings) -> float:
     """The confidence a new item from ``fact`` gets (0.0 is a confidence, not "unset")."""
     if fact.pinned:

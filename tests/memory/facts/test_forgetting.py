@@ -164,12 +164,46 @@ def test_nothing_matched_says_so_and_how_to_look(conn):
     talk.learn(talk.say("I like tea."), "Ana likes tea", "tea")
     _, notes = talk.ask("Please forget that I own a boat.")
     assert notes == [
-        'nothing stored matches "I own a boat"; look with: rheo memory search "own boat"'
+        'nothing stored matches "I own a boat"; it will not be learnt from what was said '
+        'before; look with: rheo memory search "own boat"'
     ]
     _, notes = talk.ask("Forget that I like tea.")
     assert notes[0].startswith("forgot #")
     _, again = talk.ask("Forget that I like tea.")
     assert again == [f"already forgotten: #{notes[0].split('#')[1].split(' ')[0]}"]
+
+
+def test_forgetting_before_extraction_ran_keeps_it_from_being_learnt(conn):
+    """ "forget that …" while the turn that said it still waits for extraction (the extractor
+    overloaded, or slow): extraction later finds the fact in that turn and does not store
+    it, and neither the turn nor its echo is injected."""
+    talk = Talk(conn)
+    q = talk.say("I use Neovim for all my coding.")
+    talk.reply(q, "Neovim for all your coding, nice.")
+    _, notes = talk.ask("Forget that I use Neovim.")
+    assert notes[0].startswith('nothing stored matches "I use Neovim"; it will not be learnt')
+    assert talk.learn(q, "Uses Neovim for all coding", "editor") is None  # extraction, late
+    assert [i.label for i in items.list_items(conn, "default")] == []
+    _, text = _context_of(talk, "What editor do I use?")
+    assert "Neovim" not in text
+    # Asked again after the request, it is the person's to keep.
+    _, notes = talk.ask("Remember that I use Neovim again.")
+    assert notes[0].startswith("stored memory #")
+    assert "Neovim again" in talk.context("What editor do I use?").text()
+
+
+def test_every_turn_that_said_a_forgotten_thing_is_held_back_not_only_its_source(conn):
+    talk = Talk(conn)
+    q = talk.say("I use Neovim for all my coding.")  # extraction found nothing here
+    talk.reply(q, "Noted.")
+    talk.ask("Remember that I use Neovim as my editor.")
+    talk.say("The weather in Porto is lovely.")
+    _, notes = talk.ask("Forget that I use Neovim.")
+    assert notes[0].startswith("forgot #")
+    for new_session in (False, True):
+        ctx, text = _context_of(talk, "What editor do I use?", new_session=new_session)
+        assert "Neovim" not in text, new_session
+        assert "Porto" in text
 
 
 def _context_of(talk, message, **kw):

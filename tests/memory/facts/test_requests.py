@@ -133,7 +133,8 @@ def test_forget_that_retracts_what_matches_and_nothing_else(conn):
         "Please forget that I like green tea." in events.history(conn, "default", gone.id)[-1].cause
     )
     assert act(conn, said(conn, "Forget that I own a boat.")) == [
-        'nothing stored matches "I own a boat"; look with: rheo memory search "own boat"'
+        'nothing stored matches "I own a boat"; it will not be learnt from what was said '
+        'before; look with: rheo memory search "own boat"'
     ]
 
 
