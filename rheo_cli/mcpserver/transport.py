@@ -51,6 +51,14 @@ def _usable_id(value: Any) -> bool:
 
 
 def screen(line: str) -> dict[str, Any] | None:
+    """`_screen`, with JSON nested deeper than Python reads answered ``-32700`` (id null)."""
+    try:
+        return _screen(line)
+    except RecursionError:
+        return {"code": PARSE_ERROR, "message": "Parse error: JSON nested too deeply", "id": None}
+
+
+def _screen(line: str) -> dict[str, Any] | None:
     """The error answer rheo sends for ``line`` instead of passing it on, or None to pass it:
     ``-32700`` (id null) for a line that is not JSON, ``-32602`` with the request's id for a
     request holding a lone surrogate, ``-32600`` for JSON the SDK cannot take as a JSON-RPC

@@ -183,10 +183,14 @@ class _Messages:
                 continue
             try:
                 data = json.loads(payload) if payload else {}
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise MalformedHistory(
                     f"{here}: a text part of message {message} is not JSON"
                 ) from None
+            if not isinstance(data, dict):
+                raise MalformedHistory(
+                    f"{here}: a text part of message {message} is not a JSON object"
+                )
             if isinstance(data.get("text"), str):
                 out.append(data["text"])
             for piece in data.get("text_ref") or []:

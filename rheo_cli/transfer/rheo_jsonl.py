@@ -80,7 +80,7 @@ def sniff(first_line: bytes) -> bool:
     """True when ``first_line`` is a rheo export header."""
     try:
         head = json.loads(first_line.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return False
     return isinstance(head, dict) and head.get("format") == archive.FORMAT
 
@@ -119,6 +119,8 @@ def read_lines(data: IO[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
             raise FormatError(f"line {number}: not UTF-8 text") from None
         except ValueError as exc:
             raise FormatError(f"line {number}: not valid JSON ({exc.args[0]})") from None
+        except RecursionError:
+            raise FormatError(f"line {number}: JSON nested too deeply") from None
         if not isinstance(record, dict):
             raise FormatError(f"line {number}: a record must be a JSON object")
         if not seen_header:

@@ -380,6 +380,7 @@ def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
         home,
         [
             "this is not json {",
+            "[" * 100_000 + "]" * 100_000,  # deeper than Python reads JSON
             json.dumps(search).replace("\\\\ud800", "\\ud800"),
             "[1, 2]",
             json.dumps({"id": 10, "method": "ping"}),  # no "jsonrpc": "2.0"
@@ -392,6 +393,7 @@ def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
     )
     assert [(a.get("id"), a["error"]["code"]) for a in answers] == [
         (None, -32700),
+        (None, -32700),
         (7, -32602),
         (None, -32600),
         (10, -32600),
@@ -400,9 +402,10 @@ def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
         (None, -32600),
         (8, -32602),
     ]
-    assert "lone surrogate" in answers[1]["error"]["message"]
-    assert answers[2]["error"]["message"] == "Invalid Request: not a JSON-RPC 2.0 message"
-    assert answers[5]["error"]["message"] == (
+    assert answers[1]["error"]["message"] == "Parse error: JSON nested too deeply"
+    assert "lone surrogate" in answers[2]["error"]["message"]
+    assert answers[3]["error"]["message"] == "Invalid Request: not a JSON-RPC 2.0 message"
+    assert answers[6]["error"]["message"] == (
         "Invalid Request: the id must be a string or an integer"
     )
     assert answers[-1]["error"]["message"] == "unknown prompt: nope"

@@ -212,3 +212,21 @@ def test_a_pipe_is_read_once_from_its_first_byte(rheo, home: Path, tmp_path: Pat
     summary = json.loads(result.stdout)
     assert (summary["format"], summary["turns"]) == ("claude", 6)
     assert db_rows(home, "SELECT count(*) FROM turns")[0][0] == 6
+
+
+def test_json_nested_deeper_than_python_reads_is_one_line(rheo, home: Path, tmp_path: Path):
+    """A file of JSON nested thousands deep, alone or after a valid export header: one line
+    naming the problem, nothing imported, never a traceback."""
+    deep = '{"a":' * 5000 + "1" + "}" * 5000
+    alone = tmp_path / "deep.json"
+    alone.write_text(deep + "\n")
+    assert "a JSON object with keys: a" in refused(rheo, alone)
+    header = home / "x.jsonl"
+    assert rheo("export", "-o", str(header)).exit_code == 0
+    after = tmp_path / "deep.jsonl"
+    after.write_text(header.read_text().splitlines()[0] + "\n" + deep + "\n")
+    result = rheo("import", str(after))
+    assert result.exit_code != 0 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"rheo: {after}: line 2: JSON nested too deeply; nothing was imported"
+    )
