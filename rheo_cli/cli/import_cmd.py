@@ -11,7 +11,7 @@ import typer
 
 from ..errors import UsageError
 from ..ui.output import echo, print_json
-from ..ui.wording import plural
+from ..ui.wording import counted, plural
 from .errors import command, say_error
 from .inputs import file_arg
 from .options import Json, Profile
@@ -189,7 +189,7 @@ def _records(source: Source, readout: Records, *, json_out: bool, include_purged
             }
         )
         return
-    added = ", ".join(f"{n} {k.replace('_', ' ')}s" for k, n in counts.added.items() if n)
+    added = counted(counts.added)
     echo(f"imported {added or 'nothing new'}; {counts.present} already present")
     if counts.purged:
         say_error(

@@ -10,6 +10,7 @@ import typer
 
 from ..errors import UsageError
 from ..ui.output import echo, print_json
+from ..ui.wording import counted
 from .errors import command, say_error
 from .options import MAX_ID, Json, Profile
 from .state import runtime_for
@@ -123,7 +124,7 @@ def _say(done: Done) -> None:
     """What was purged on stdout; on stderr whether the store could be compacted and which
     earlier copies still hold the text."""
     purged = done.purged
-    counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in purged.counts.items() if n)
+    counts = counted(purged.counts)
     what = f"{purged.ref} of profile {done.profile}"
     if purged.ref == "profile":
         what = f"profile {done.profile}"

@@ -12,6 +12,31 @@ from ..app.errors import DatabaseError, database_message
 from ..app.text import plural as plural  # for the front ends that import it from here
 from .output import preview
 
+ROW_NOUNS = {
+    "memory_items": "memory item",
+    "memory_events": "memory event",
+    "kb_documents": "knowledge document",
+    "kb_document": "knowledge document",
+    "kb_chunks": "knowledge passage",
+    "kb_chunk": "knowledge passage",
+    "kb_document_versions": "knowledge document version",
+    "summaries": "summary",
+}
+"""What one row of each kind is called, where it is not the kind's name less its ``s``."""
+
+
+def counted(counts: dict[str, int]) -> str:
+    """``2 sessions, 1 memory item`` for counts by kind of record (table names: ``turns``,
+    ``memory_items``, or one row's: ``memory_item``), leaving out the zeros; ``""`` when all
+    are zero."""
+    parts = []
+    for kind, count in counts.items():
+        if count:
+            noun = ROW_NOUNS.get(kind) or kind.replace("_", " ").removesuffix("s")
+            parts.append(plural(count, noun))
+    return ", ".join(parts)
+
+
 CHANGED = {
     "pin": "pinned",
     "unpin": "unpinned",
