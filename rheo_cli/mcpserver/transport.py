@@ -9,6 +9,12 @@ and it takes a request whose id is neither a string nor an integer (``true``, ``
 ``null``) for a notification, so a client waits for an answer that never comes. `screen`
 looks at each line first; `serve_stdio` answers those itself and hands every other line to
 the SDK unchanged.
+
+When stdin closes, the SDK stops its handlers at once: a client that writes its last requests
+and closes stdin (``printf ... | rheo mcp``) lost their answers though their writes were made.
+So the end of stdin reaches the SDK only once every request read has been answered (or after
+`DRAIN_S`): `_ScreenedLines` counts the requests it passes on, and `serve_stdio` sees each
+answer go out.
 """
 
 from __future__ import annotations
@@ -30,9 +36,13 @@ from mcp.types import (
     PARSE_ERROR,
     ErrorData,
     JSONRPCError,
+    JSONRPCResponse,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
+
+DRAIN_S = 60.0
+"""How long (seconds) the requests read before stdin closed may take to be answered."""
 
 
 def _has_lone_surrogate(value: Any) -> bool:
@@ -113,6 +123,15 @@ class _ScreenedLines:
         self._lines = anyio.wrap_file(raw)
         self._ready = anyio.Event()
         self._write: Callable[[SessionMessage], Awaitable[None]] | None = None
+        self._pending: set[Any] = set()
+        self._answered = anyio.Event()
+
+    def sent(self, message: SessionMessage) -> None:
+        """Note that ``message`` went out: an answer settles its request."""
+        root = getattr(message.message, "root", message.message)
+        if isinstance(root, JSONRPCResponse | JSONRPCError):
+            self._pending.discard(root.id)
+            self._answered.set()
 
     def answer_to(self, write: Callable[[SessionMessage], Awaitable[None]]) -> None:
         """Write the answers with ``write`` (the SDK's output stream)."""
@@ -123,6 +142,7 @@ class _ScreenedLines:
         async for line in self._lines:
             answer = screen(line)
             if answer is None:
+                self._pending |= _request_id(line)
                 yield line
             elif answer:
                 await self._ready.wait()
@@ -131,6 +151,19 @@ class _ScreenedLines:
                 reply = JSONRPCError(jsonrpc="2.0", id=answer["id"], error=error)
                 with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                     await self._write(SessionMessage(reply))
+        # stdin closed: what was asked is answered before the SDK sees the end
+        with anyio.move_on_after(DRAIN_S):
+            while self._pending:
+                await self._answered.wait()
+                self._answered = anyio.Event()
+
+
+def _request_id(line: str) -> set[Any]:
+    """``{id}`` of the request ``line`` holds (a line `screen` passed), else ``set()``."""
+    message = json.loads(line)
+    if isinstance(message, dict) and "method" in message and "id" in message:
+        return {message["id"]}
+    return set()
 
 
 async def serve_stdio(server: MCPServer) -> None:
@@ -138,5 +171,18 @@ async def serve_stdio(server: MCPServer) -> None:
     lines = _ScreenedLines()
     async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
         lines.answer_to(write_stream.send)
+        send, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+
+        async def forward() -> None:
+            async with outgoing:
+                async for message in outgoing:
+                    with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        await write_stream.send(message)
+                    lines.sent(message)
+            await write_stream.aclose()  # as the SDK would have: stdout is done
+
         lowlevel = server._lowlevel_server
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        async with anyio.create_task_group() as group:
+            group.start_soon(forward)
+            async with send:  # closed at the end (the SDK closes it too): forward() ends
+                await lowlevel.run(read_stream, send, lowlevel.create_initialization_options())

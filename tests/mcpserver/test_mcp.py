@@ -447,6 +447,49 @@ def test_answers_to_the_last_lines_before_stdin_closes_are_not_lost(home: Path) 
     assert "Traceback" not in done.stderr
 
 
+def test_requests_read_before_stdin_closes_are_all_answered(home: Path) -> None:
+    """A client that writes its last requests and closes stdin (``printf ... | rheo mcp``)
+    gets every answer — a write it asked for is made and answered — before rheo mcp ends."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    write = {"category": "fact", "topic": "tea", "label": "Ana likes green tea"}
+    calls = [
+        ("tools/call", {"name": "write_memory", "arguments": write}),
+        ("tools/call", {"name": "chat_recent", "arguments": {}}),
+        ("tools/list", {}),
+    ]
+    lines = [
+        json.dumps(init),
+        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    lines += [
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
+        for n, (method, params) in enumerate(calls, start=1)
+    ]
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
+    done = subprocess.run(
+        [sys.executable, "-m", "rheo_cli", "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=120,
+    )
+    answers = {json.loads(line)["id"]: json.loads(line) for line in done.stdout.splitlines()}
+    assert sorted(answers) == [0, 1, 2, 3], done.stdout
+    assert "stored memory #1" in json.dumps(answers[1])
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
 def test_tools_have_plain_descriptions_and_no_output_schema(home: Path) -> None:
     async def script(session: ClientSession) -> Any:
         listed = (await session.list_tools()).tools
