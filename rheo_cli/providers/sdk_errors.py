@@ -160,6 +160,14 @@ def translate(
             "server",
             f"{endpoint.name} reported an error mid-reply: {one_line(str(exc.message))}",
         )
+    if isinstance(exc, AssertionError | AttributeError):
+        # the SDK reading a reply of the wrong shape (a 200 that is not JSON or SSE, an empty
+        # stream, a null message): the service's reply, not rheo, is at fault
+        return ProviderError(
+            "stream_broken" if started else "malformed",
+            f"{endpoint.name} sent a reply rheo cannot read "
+            f"({type(exc).__name__}{': ' + one_line(str(exc), 100) if str(exc) else ''})",
+        )
     if isinstance(exc, ValueError):  # json.JSONDecodeError: a malformed event
         return ProviderError(
             "stream_broken" if started else "malformed",

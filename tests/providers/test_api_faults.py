@@ -58,3 +58,48 @@ def test_the_next_ask_after_a_fault_works(rheo, api, home):
     again = rheo("ask", "second")
     assert again.exit_code == 0 and again.stdout == "whole\n"
     assert [t[2] for t in turns(home)] == [None, "error", None, "ok"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain", b"hello, not an API reply"),
+        ("text/event-stream", b""),
+        (
+            "text/event-stream",
+            b'event: message_start\ndata: {"type": "message_start", "message": null}\n\n',
+        ),
+    ],  # fmt: skip
+)
+def test_a_200_reply_that_is_not_the_api_is_one_line_naming_it(home, content_type, body):
+    """A server answering 200 with something else (plain text, an empty stream, a null
+    message): one line saying the reply cannot be read, the question kept for --retry."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from types import SimpleNamespace
+
+    from helpers import api_env, run_rheo
+
+    class Odd(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (http.server's name)
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Odd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        fake = SimpleNamespace(base_url=f"http://127.0.0.1:{server.server_port}")
+        done = run_rheo("ask", "q", env=api_env(fake, home, RHEO_WORKER="off"))
+    finally:
+        server.shutdown()
+    said = done.stderr.decode().strip().splitlines()
+    assert done.returncode == 1 and len(said) == 1, said
+    assert "sent a reply rheo cannot read" in said[0] and "Traceback" not in said[0]
+    assert turns(home)[0] == ("user", "q", None)
