@@ -12,6 +12,7 @@ import typer
 from ..ui.output import echo, local, preview, print_json
 from ..ui.wording import plural
 from .errors import command
+from .group import ListsWhenAlone
 from .options import MAX_ID, Json, Limit, Profile
 from .state import runtime_for
 
@@ -19,18 +20,18 @@ if TYPE_CHECKING:
     from ..app.jobs import Job
 
 app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo digests list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Session digests: summaries of closed sessions.",
-    no_args_is_help=True,
+    help="Session digests: summaries of closed sessions (alone: list them).",
 )
 jobs_app = typer.Typer(
+    cls=ListsWhenAlone,
     epilog="Example: rheo jobs list",
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Background jobs: extraction, digests and memory reviews.",
-    no_args_is_help=True,
+    help="Background jobs: extraction, digests and memory reviews (alone: list them).",
 )
 
 

@@ -55,8 +55,11 @@ class GroupedHelp(TyperGroup):
 
 
 class ListsWhenAlone(TyperGroup):
-    """A group whose ``list`` command runs when no command is named: ``rheo items`` and
-    ``rheo items --all --json`` are ``rheo items list ...`` (``--help`` stays the group's)."""
+    """A group whose ``list`` command (`ALONE`) runs when no command is named: ``rheo items``
+    and ``rheo items --all --json`` are ``rheo items list ...`` (``--help`` stays the
+    group's)."""
+
+    ALONE = "list"
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """Put ``list`` first when ``args`` start with an option (or are empty), except while
@@ -65,5 +68,11 @@ class ListsWhenAlone(TyperGroup):
         if ctx.resilient_parsing:
             return list(super().parse_args(ctx, args))
         if not args or (args[0].startswith("-") and args[0] not in ctx.help_option_names):
-            args = ["list", *args]
+            args = [self.ALONE, *args]
         return list(super().parse_args(ctx, args))
+
+
+class RecentWhenAlone(ListsWhenAlone):
+    """``rheo history`` alone is ``rheo history recent``."""
+
+    ALONE = "recent"

@@ -8,6 +8,7 @@ import typer
 
 from ..ui.output import echo, print_json
 from .errors import command
+from .group import RecentWhenAlone
 from .options import Json, Limit, Profile
 from .state import runtime_for
 
@@ -16,11 +17,11 @@ if TYPE_CHECKING:
     from ..app.history import Turn
 
 app = typer.Typer(
+    cls=RecentWhenAlone,
     epilog='Example: rheo history search "tomato seeds"',
     pretty_exceptions_show_locals=False,
     rich_markup_mode=None,
-    help="Search and list stored turns (the ledger).",
-    no_args_is_help=True,
+    help="Search and list stored turns, the ledger (alone: the most recent).",
 )
 
 

@@ -10,15 +10,16 @@ import typer
 from ..ui.output import echo, print_json, safe
 from .complete import session_numbers
 from .errors import command
+from .group import ListsWhenAlone
 from .options import Json, Limit, Profile, session_number
 from .state import runtime_for
 
 app = typer.Typer(
+    cls=ListsWhenAlone,
     pretty_exceptions_show_locals=False,
     epilog="Example: rheo sessions show 3 --markdown",
     rich_markup_mode=None,
-    help="List conversation sessions, read one back.",
-    no_args_is_help=True,
+    help="List conversation sessions, read one back (alone: list them).",
 )
 
 

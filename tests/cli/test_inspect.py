@@ -101,9 +101,17 @@ def test_context_budget_option(rheo, api, monkeypatch):
     assert out["context_tokens"] <= 30
 
 
-def test_no_args_help_for_groups(rheo):
-    result = rheo("history")
-    assert "search" in result.stdout + result.stderr
+def test_a_group_alone_lists_as_memory_does(rheo, api):
+    """``rheo sessions``, ``digests``, ``jobs`` alone list them; ``rheo history`` alone shows
+    the most recent turns — as ``memory``, ``items`` and ``kb`` alone list theirs."""
+    api.queue(text("Hello there."))
+    assert rheo("ask", "hello").exit_code == 0
+    for group, same in (("sessions", "list"), ("digests", "list"), ("jobs", "list"),
+                        ("history", "recent")):  # fmt: skip
+        alone, named = rheo(group, "--json"), rheo(group, same, "--json")
+        assert alone.exit_code == 0 and alone.stdout == named.stdout, group
+    assert "Hello there." in rheo("history").stdout
+    assert "search" in rheo("history", "--help").stdout
 
 
 def test_every_command_has_help_text(rheo):
