@@ -48,22 +48,37 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
     )
 
 
+def say(text: str) -> None:
+    """Print ``text`` on stdout; a reader that went away (``| head -1``) ends it quietly:
+    stdout then points at /dev/null, so the flush at exit does not fail either."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def main(args: list[str]) -> int:
     """Run ``rheo resident ARGS``; returns the exit status (2 for a usage error)."""
     rheo_home = protocol.home()
     if args in (["-h"], ["--help"]):
-        print(USAGE)
+        say(USAGE)
         return 0
     if args[:1] == ["status"] and args[1:] in ([], ["--json"]):
         answer = ask(rheo_home, "status")
         if args[1:] == ["--json"]:
-            print(json.dumps({"running": answer is not None, **(answer or {})}))
+            say(json.dumps({"running": answer is not None, **(answer or {})}))
         else:
-            print(describe(answer, rheo_home))
+            say(describe(answer, rheo_home))
         return 0
     if args == ["stop"]:
         answer = ask(rheo_home, "stop")
-        print("resident: stopping" if answer else "resident: not running")
+        say("resident: stopping" if answer else "resident: not running")
         return 0
     sys.stderr.write(f"rheo: {USAGE}\n")
     return 2
