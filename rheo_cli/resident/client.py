@@ -34,7 +34,10 @@ def start_later(rheo_home: str) -> None:
     behind for nothing."""
     from .. import ready
 
-    ready.when_reached(lambda: launch.start(rheo_home))
+    def start() -> None:
+        launch.start(rheo_home)
+
+    ready.when_reached(start)
 
 
 def enabled(environ: Any, rheo_home: str) -> bool:
