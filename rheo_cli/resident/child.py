@@ -17,6 +17,9 @@ from typing import Any
 
 from . import protocol
 
+GO_TIMEOUT_S = 30.0
+"""How long the process waits for the client's word to go on (it answers at once)."""
+
 
 def _streams(spec: list[Any]) -> None:
     """New ``sys.stdin``/``stdout``/``stderr`` over descriptors 0-2 with the client's
@@ -109,6 +112,19 @@ def _detach(rheo_home: str) -> None:
     os.close(null)
 
 
+def handshake(conn: socket.socket) -> bool:
+    """Tell the client this process runs its command, and wait for its word that it has not
+    given up meanwhile (then it runs the command itself): True to go on."""
+    try:
+        conn.settimeout(GO_TIMEOUT_S)
+        conn.sendall(protocol.encode({"pid": os.getpid()}))
+        answer = protocol.LineReader(conn).next()
+        conn.settimeout(None)
+    except (OSError, ValueError):
+        return False
+    return answer is not None and answer.get("go") is True
+
+
 def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: Any) -> None:
     """The child's whole life (ends with ``os._exit``)."""
     code = 1
@@ -117,12 +133,12 @@ def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: 
             if listener is not None:
                 listener.close()
         rheo_home = protocol.home(message.get("env") or {})
+        if not handshake(conn):
+            return  # the client gave up waiting and runs the command itself
         take_on(fds, message)
         from . import background
 
         background.defer()
-        conn.settimeout(None)
-        conn.sendall(protocol.encode({"pid": os.getpid()}))
         code = run_command()
         with contextlib.suppress(Exception):
             sys.stdout.flush()

@@ -26,6 +26,10 @@ from . import launch, protocol
 OFF_WORDS = {"0", "off", "false", "no"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 CONNECT_TIMEOUT_S = 2.0
+ANSWER_TIMEOUT_S = 5.0
+"""How long the client waits for the resident to take its request before running it
+itself; the request's process goes on only once the client said so (``{"go": true}``), so
+the command never runs twice."""
 
 
 def start_later(rheo_home: str) -> None:
@@ -139,14 +143,16 @@ def run(argv: list[str]) -> int | None:
     with sock:
         try:
             _send(sock, protocol.encode(request(argv)))
-            sock.settimeout(None)
+            sock.settimeout(ANSWER_TIMEOUT_S)
             reader = protocol.LineReader(sock)
             first = reader.next()
-        except (OSError, ValueError):
-            return None
-        if first is None or "pid" not in first:
-            if first is not None and "mismatch" in first:
-                start_later(rheo_home)  # the old one retires; a new one serves the next
+            if first is None or "pid" not in first:
+                if first is not None and "mismatch" in first:
+                    start_later(rheo_home)  # the old one retires; a new one serves the next
+                return None
+            sock.sendall(protocol.encode({"go": True}))  # from now on it is the resident's
+            sock.settimeout(None)
+        except (OSError, ValueError):  # no answer in time (busy, stopped): ours to run
             return None
         return _follow(reader, int(first["pid"]), asking="mcp" not in argv)
 

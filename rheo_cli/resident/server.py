@@ -28,7 +28,8 @@ from . import protocol
 IDLE_S = 15 * 60.0
 """Default idle time (seconds) before the resident exits; ``[resident] idle_minutes``."""
 RECV_TIMEOUT_S = 5.0
-"""How long a connected client may take to send its request line."""
+"""How long a connected client may take to send its request line (others are served
+meanwhile)."""
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -75,6 +76,25 @@ def listen(rheo_home: str) -> socket.socket:
     return sock
 
 
+class Pending:
+    """A connection whose request line has not come yet: what it sent so far, by when the
+    rest must come."""
+
+    def __init__(self, conn: socket.socket, deadline: float) -> None:
+        self.conn = conn
+        self.deadline = deadline
+        self.data = bytearray()
+        self.fds: list[int] = []
+
+    def close(self) -> None:
+        """Close the connection and the descriptors it sent."""
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []
+        self.conn.close()
+
+
 class Resident:
     """One resident's state: the listening socket, its children, when it was last used."""
 
@@ -89,6 +109,7 @@ class Resident:
         self.last_used = time.monotonic()
         self.children: dict[int, str] = {}
         self.served = 0
+        self.pending: dict[int, Pending] = {}
 
     def retire(self) -> None:
         """Stop listening (the socket file goes if it is still ours) and let go of the lock,
@@ -96,6 +117,9 @@ class Resident:
         if self.lock is not None:
             os.close(self.lock)
             self.lock = None
+        for pending in list(self.pending.values()):
+            pending.close()
+        self.pending.clear()
         if self.sock is None:
             return
         path = protocol.socket_path(self.home)
@@ -125,32 +149,80 @@ class Resident:
         return self.sock is None or time.monotonic() - self.last_used > self.idle_s
 
     def serve(self) -> None:
-        """Accept requests until `done`."""
+        """Accept requests until `done`. Connections are read side by side (each with its
+        own deadline), so one that is slow or sends nothing never delays another."""
         while not self.done():
             self.reap()
-            ready = [self.sock] if self.sock is not None else []
+            self.drop_late()
+            waiting: list[Any] = [self.sock] if self.sock is not None else []
+            waiting += [p.conn for p in self.pending.values()]
+            if not waiting:
+                time.sleep(0.5)
+                continue
             try:
-                readable, _, _ = select.select(ready, [], [], 1.0) if ready else ([], [], [])
-                if not ready:
-                    time.sleep(0.5)
+                readable, _, _ = select.select(waiting, [], [], 1.0)
             except (InterruptedError, OSError, ValueError):  # retired meanwhile (SIGTERM)
                 continue
-            if readable and self.sock is not None:
-                try:
-                    conn, _ = self.sock.accept()
-                except OSError:
-                    continue
-                with contextlib.suppress(Exception):
-                    self.handle(conn)
+            for ready in readable:
+                if self.sock is not None and ready is self.sock:
+                    self.accept()
+                elif ready.fileno() in self.pending:
+                    self.read(self.pending[ready.fileno()])
 
-    def handle(self, conn: socket.socket) -> None:
-        """Serve one connection: a request (forked), ``status`` or ``stop``."""
-        fds: list[int] = []
+    def accept(self) -> None:
+        """Take a new connection (this user's only) and wait for its request line."""
         try:
-            if not peer_allowed(conn):
-                return
-            conn.settimeout(RECV_TIMEOUT_S)
-            message, fds = receive(conn)
+            conn, _ = self.sock.accept() if self.sock is not None else (None, None)
+        except OSError:
+            return
+        if conn is None:
+            return
+        if not peer_allowed(conn):
+            conn.close()
+            return
+        conn.setblocking(False)
+        self.pending[conn.fileno()] = Pending(conn, time.monotonic() + RECV_TIMEOUT_S)
+
+    def read(self, pending: Pending) -> None:
+        """Read what ``pending`` sent; serve it once its request line is whole."""
+        try:
+            data, fds, _, _ = socket.recv_fds(pending.conn, 65536, protocol.STREAM_FDS)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data, fds = b"", []
+        pending.fds += list(fds)
+        pending.data += data
+        if not data or len(pending.data) > protocol.MAX_LINE:
+            self.drop(pending)
+            return
+        if b"\n" not in pending.data:
+            return
+        del self.pending[pending.conn.fileno()]
+        try:
+            message = protocol.decode(bytes(pending.data).partition(b"\n")[0])
+        except ValueError:
+            pending.close()
+            return
+        pending.conn.setblocking(True)
+        pending.conn.settimeout(RECV_TIMEOUT_S)
+        with contextlib.suppress(Exception):
+            self.handle(pending.conn, message, pending.fds)
+
+    def drop(self, pending: Pending) -> None:
+        """Close a connection that sent no request."""
+        self.pending.pop(pending.conn.fileno(), None)
+        pending.close()
+
+    def drop_late(self) -> None:
+        """Close the connections that did not send their request line in time."""
+        now = time.monotonic()
+        for pending in [p for p in self.pending.values() if p.deadline < now]:
+            self.drop(pending)
+
+    def handle(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        """Serve one request: forked, ``status`` or ``stop``."""
+        try:
             self.last_used = time.monotonic()
             op = message.get("op")
             if op == "status":
@@ -178,6 +250,8 @@ class Resident:
 
             if self.lock is not None:
                 os.close(self.lock)  # the lock is the server's alone
+            for other in self.pending.values():
+                other.close()  # other clients' connections are the server's too
             child.run(conn, fds, message, self.sock)  # never returns
         self.children[pid] = "request"
         self.served += 1
@@ -214,19 +288,6 @@ def watchers(rheo_home: str) -> list[int]:
                 with contextlib.suppress(OSError, ValueError), open(path) as handle:
                     found.append(int(handle.read().strip() or 0))
     return [pid for pid in found if pid > 0]
-
-
-def receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    """The request line and the descriptors sent with it. Raises ValueError, OSError."""
-    data, fds, _, _ = socket.recv_fds(conn, 65536, protocol.STREAM_FDS)
-    while b"\n" not in data:
-        if not data or len(data) > protocol.MAX_LINE:
-            raise ValueError("no request")
-        more = conn.recv(65536)
-        if not more:
-            raise ValueError("no request")
-        data += more
-    return protocol.decode(data.partition(b"\n")[0]), list(fds)
 
 
 def idle_seconds(rheo_home: str) -> float:

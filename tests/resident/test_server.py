@@ -119,3 +119,47 @@ def test_stop_ends_the_resident(resident, home):
     assert not alive(pid)
     assert resident.run("resident", "status").stdout.startswith("resident: not running")
     assert resident.run("resident", "frobnicate").returncode == 2
+
+
+def test_idle_connections_do_not_delay_an_ask(resident, api, home):
+    served = resident.ready()["served"]
+    api.default = text("prompt")
+    idle = []
+    for _ in range(10):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(protocol.socket_path(str(home)))
+        idle.append(sock)
+    try:
+        started = time.monotonic()
+        result = resident.run("ask", "hi")
+        took = time.monotonic() - started
+    finally:
+        for sock in idle:
+            sock.close()
+    assert (result.returncode, result.stdout) == (0, "prompt\n"), result.stderr
+    assert took < 4.0, took  # 10 idle clients once cost 5 s each
+    assert resident.status()["served"] == served + 1  # through the resident, not around it
+
+
+def test_a_resident_that_does_not_answer_leaves_the_ask_to_the_client(resident, api, home):
+    pid = resident.pid()
+    api.default = text("in-process")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        ask = resident.start("ask", "hi")
+        ask.wait(timeout=60)  # its pipes stay open while the request waits in the socket
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    out, err = ask.communicate(timeout=60)
+    assert (ask.returncode, out) == (0, "in-process\n"), err
+    assert took < 30, took
+    time.sleep(3)  # the resident now forks for the abandoned request: that process stops
+    rows = db_rows(home, "SELECT role, content FROM turns ORDER BY id")
+    assert [(r["role"], r["content"]) for r in rows] == [
+        ("user", "hi"),
+        ("assistant", "in-process"),
+    ]
+    assert len(api.message_requests) == 1
+    assert not descendants(pid)
