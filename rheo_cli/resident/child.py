@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from typing import Any
@@ -125,6 +126,22 @@ def handshake(conn: socket.socket) -> bool:
     return answer is not None and answer.get("go") is True
 
 
+def watch_client(conn: socket.socket, answered: threading.Event) -> None:
+    """Watch the client's connection from a thread: a client gone before the answer (killed,
+    its terminal closed) interrupts the command as Ctrl-C would (SIGINT to this process), so
+    the model call is cancelled and the partial reply kept as interrupted."""
+
+    def wait() -> None:
+        with contextlib.suppress(OSError):
+            while conn.recv(4096):
+                pass
+        if not answered.is_set():
+            with contextlib.suppress(OSError):
+                os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=wait, name="client-watch", daemon=True).start()
+
+
 def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: Any) -> None:
     """The child's whole life (ends with ``os._exit``)."""
     code = 1
@@ -139,11 +156,16 @@ def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: 
         from . import background
 
         background.defer()
+        answered = threading.Event()
+        watch_client(conn, answered)
         code = run_command()
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+        answered.set()
         with contextlib.suppress(OSError):
             conn.sendall(protocol.encode({"exit": code}))
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)  # wakes the watching thread
         conn.close()
         _detach(rheo_home)
         background.after_request(rheo_home)

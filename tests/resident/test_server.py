@@ -163,3 +163,29 @@ def test_a_resident_that_does_not_answer_leaves_the_ask_to_the_client(resident, 
     ]
     assert len(api.message_requests) == 1
     assert not descendants(pid)
+
+
+def test_kill_9_of_the_client_interrupts_the_request(resident, api, home):
+    pid = resident.pid()
+    api.default = SLOW
+    ask = resident.start("ask", "count")
+    child = _request_process(pid)
+    _wait_for_text(api)
+    ask.kill()
+    ask.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    rows: list = []
+    while time.monotonic() < deadline:
+        rows = db_rows(home, "SELECT role, status, content FROM turns ORDER BY id")
+        if len(rows) == 2:
+            break
+        time.sleep(0.1)
+    assert [(r["role"], r["status"]) for r in rows] == [
+        ("user", None),
+        ("assistant", "interrupted"),
+    ]
+    assert rows[1]["content"] != "one two three four five six seven eight"
+    deadline = time.monotonic() + 30
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(child)  # nothing queued (RHEO_WORKER=off): it ended with the turn
