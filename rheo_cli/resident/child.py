@@ -155,6 +155,7 @@ def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: 
         take_on(fds, message)
         from . import background
 
+        signal.signal(signal.SIGUSR1, background.note_stopping)
         background.defer()
         answered = threading.Event()
         watch_client(conn, answered)

@@ -7,7 +7,8 @@ its own environment, descriptors and signals, and nothing of one reaches the nex
 peers of this user are served (SO_PEERCRED). It exits when it has had no request for the
 idle time and no child (a request, or memory work waiting for a session to close) runs;
 SIGTERM, ``rheo resident stop`` and a client of another build make it retire: stop
-listening, let running requests finish.
+listening, let running requests finish (`DRAIN_S` at most), end the work waiting for later,
+and exit, holding ``resident.lock`` (marked ``stopping``) to the end.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from . import protocol
 
 IDLE_S = 15 * 60.0
 """Default idle time (seconds) before the resident exits; ``[resident] idle_minutes``."""
+DRAIN_S = 30.0
+"""How long a stopping resident lets running requests finish before it ends them."""
 RECV_TIMEOUT_S = 5.0
 """How long a connected client may take to send its request line (others are served
 meanwhile)."""
@@ -110,16 +113,20 @@ class Resident:
         self.children: dict[int, str] = {}
         self.served = 0
         self.pending: dict[int, Pending] = {}
+        self.drain_until: float | None = None
+        self.stop_asked = False
 
     def retire(self) -> None:
-        """Stop listening (the socket file goes if it is still ours) and let go of the lock,
-        so that a new resident may start; running children finish."""
-        if self.lock is not None:
-            os.close(self.lock)
-            self.lock = None
+        """Stop listening (the socket file goes if it is still ours) and start draining:
+        running requests finish (`DRAIN_S` at most), work waiting for later is ended. The lock
+        stays held, marked ``stopping``, until this process exits, so no second resident
+        starts meanwhile."""
         for pending in list(self.pending.values()):
             pending.close()
         self.pending.clear()
+        if self.drain_until is None:
+            self.drain_until = time.monotonic() + DRAIN_S
+            mark(self.lock, "stopping")
         if self.sock is None:
             return
         path = protocol.socket_path(self.home)
@@ -128,6 +135,20 @@ class Resident:
                 os.unlink(path)
         self.sock.close()
         self.sock = None
+
+    def drain(self) -> None:
+        """While stopping: tell each child (SIGUSR1: a request finishes and does no later
+        work, later work ends at once); past `DRAIN_S`, SIGTERM (a reply is kept as
+        interrupted), then SIGKILL."""
+        if self.stop_asked and self.drain_until is None:
+            self.retire()
+        if self.drain_until is None:
+            return
+        late = time.monotonic() - self.drain_until
+        signum = signal.SIGUSR1 if late < 0 else signal.SIGTERM if late < 5 else signal.SIGKILL
+        for pid in list(self.children):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
 
     def reap(self) -> None:
         """Collect children that ended."""
@@ -152,6 +173,7 @@ class Resident:
         """Accept requests until `done`. Connections are read side by side (each with its
         own deadline), so one that is slow or sends nothing never delays another."""
         while not self.done():
+            self.drain()
             self.reap()
             self.drop_late()
             waiting: list[Any] = [self.sock] if self.sock is not None else []
@@ -229,7 +251,6 @@ class Resident:
                 conn.sendall(protocol.encode(self.status()))
             elif op == "stop":
                 conn.sendall(protocol.encode({"stopping": os.getpid()}))
-                self.stop_children()
                 self.retire()
             elif message.get("stamp") != self.stamp:
                 conn.sendall(protocol.encode({"mismatch": self.stamp}))
@@ -256,13 +277,6 @@ class Resident:
         self.children[pid] = "request"
         self.served += 1
 
-    def stop_children(self) -> None:
-        """SIGTERM the children that only wait for a session to close (requests finish)."""
-        for pid in watchers(self.home):
-            if pid in self.children:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGTERM)
-
     def status(self) -> dict[str, Any]:
         """What ``rheo resident status`` shows."""
         return {
@@ -276,18 +290,14 @@ class Resident:
         }
 
 
-def watchers(rheo_home: str) -> list[int]:
-    """The processes waiting for a session of ``rheo_home`` to close (each writes its pid in
-    the ``watch-*.lock`` it holds)."""
-    folder = protocol.run_dir(rheo_home)
-    found = []
+def mark(lock: int | None, state: str) -> None:
+    """Write this process's pid and ``state`` (``stopping``) in the lock it holds: what
+    ``rheo resident status`` says while the socket is gone."""
+    if lock is None:
+        return
     with contextlib.suppress(OSError):
-        for name in os.listdir(folder):
-            if name.startswith("watch-") and name.endswith(".lock"):
-                path = os.path.join(folder, name)
-                with contextlib.suppress(OSError, ValueError), open(path) as handle:
-                    found.append(int(handle.read().strip() or 0))
-    return [pid for pid in found if pid > 0]
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"{os.getpid()}\n{state}\n".encode(), 0)
 
 
 def idle_seconds(rheo_home: str) -> float:
@@ -316,13 +326,15 @@ def main(argv: list[str]) -> int:
         return 0
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # children take it on once they can
     warm()
     resident = Resident(rheo_home, listen(rheo_home), lock, idle_seconds(rheo_home))
-    signal.signal(signal.SIGTERM, lambda *_: resident.retire())
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    mark(lock, "running")
+    signal.signal(signal.SIGTERM, lambda *_: setattr(resident, "stop_asked", True))
     resident.serve()
     resident.retire()
-    return 0
+    return 0  # the lock goes with the process
 
 
 if __name__ == "__main__":
