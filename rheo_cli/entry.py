@@ -68,6 +68,12 @@ def main() -> None:
         from .providers.anthropic_api import preload
 
         preload()
+    from . import ready
     from .cli.main import main as cli_main
 
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit as exc:
+        if exc.code in (0, None):
+            ready.reached()  # e.g. the resident for the next command (resident.client)
+        raise

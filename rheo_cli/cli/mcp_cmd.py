@@ -39,7 +39,9 @@ def mcp(
         from ..extras import install_hint
 
         raise UsageError(f"rheo mcp needs the MCP SDK: {install_hint('mcp')}") from None
+    from .. import ready
     from ..mcpserver.server import serve
 
     with runtime_for(profile) as app:  # the store is opened on the first tool call
+        ready.reached()  # configuration and profile are usable: a resident may start
         serve(app, log_turns=log_turns)

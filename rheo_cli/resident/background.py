@@ -25,6 +25,16 @@ RETRY_S = 5.0
 (the store was busy)."""
 
 
+STOPPING = False
+"""Set when the resident is stopping (SIGUSR1): the request finishes, no later work runs."""
+
+
+def note_stopping(signum: int, frame: object) -> None:
+    """SIGUSR1 during the request: the resident stops; do no work after it."""
+    global STOPPING
+    STOPPING = True
+
+
 def defer() -> None:
     """From now on, work a turn queues is recorded for `after_request`, not spawned."""
     worker.DEFERRED = []
@@ -33,10 +43,11 @@ def defer() -> None:
 def after_request(rheo_home: str) -> None:
     """Run the work the request queued, then watch its profile's session (see the module's
     docstring). Never raises."""
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)  # the resident stopping ends this work
     queued = worker.DEFERRED or []
     worker.DEFERRED = None
-    if not queued:
-        return
+    if not queued or STOPPING:
+        return  # what was queued waits for the next worker (the job queue keeps it)
     profile, provider = queued[-1]
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)  # the command's handlers are done with

@@ -11,11 +11,15 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from typing import Any
 
 from . import protocol
+
+GO_TIMEOUT_S = 30.0
+"""How long the process waits for the client's word to go on (it answers at once)."""
 
 
 def _streams(spec: list[Any]) -> None:
@@ -109,6 +113,35 @@ def _detach(rheo_home: str) -> None:
     os.close(null)
 
 
+def handshake(conn: socket.socket) -> bool:
+    """Tell the client this process runs its command, and wait for its word that it has not
+    given up meanwhile (then it runs the command itself): True to go on."""
+    try:
+        conn.settimeout(GO_TIMEOUT_S)
+        conn.sendall(protocol.encode({"pid": os.getpid()}))
+        answer = protocol.LineReader(conn).next()
+        conn.settimeout(None)
+    except (OSError, ValueError):
+        return False
+    return answer is not None and answer.get("go") is True
+
+
+def watch_client(conn: socket.socket, answered: threading.Event) -> None:
+    """Watch the client's connection from a thread: a client gone before the answer (killed,
+    its terminal closed) interrupts the command as Ctrl-C would (SIGINT to this process), so
+    the model call is cancelled and the partial reply kept as interrupted."""
+
+    def wait() -> None:
+        with contextlib.suppress(OSError):
+            while conn.recv(4096):
+                pass
+        if not answered.is_set():
+            with contextlib.suppress(OSError):
+                os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=wait, name="client-watch", daemon=True).start()
+
+
 def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: Any) -> None:
     """The child's whole life (ends with ``os._exit``)."""
     code = 1
@@ -117,17 +150,23 @@ def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: 
             if listener is not None:
                 listener.close()
         rheo_home = protocol.home(message.get("env") or {})
+        if not handshake(conn):
+            return  # the client gave up waiting and runs the command itself
         take_on(fds, message)
         from . import background
 
+        signal.signal(signal.SIGUSR1, background.note_stopping)
         background.defer()
-        conn.settimeout(None)
-        conn.sendall(protocol.encode({"pid": os.getpid()}))
+        answered = threading.Event()
+        watch_client(conn, answered)
         code = run_command()
         with contextlib.suppress(Exception):
             sys.stdout.flush()
+        answered.set()
         with contextlib.suppress(OSError):
             conn.sendall(protocol.encode({"exit": code}))
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)  # wakes the watching thread
         conn.close()
         _detach(rheo_home)
         background.after_request(rheo_home)

@@ -5,7 +5,9 @@ termination signals to the process that runs it, and exit with its status.
 
 `run` returns None whenever the command should run in this process instead: the resident
 is off (``RHEO_RESIDENT=0``, ``[resident] mode = "off"``), not running (it is started for the
-next command), stale, of another build, or unreachable. Once the resident has taken the
+next command once this one got past its own checks: `rheo_cli.ready`, so an ask that fails
+for want of a provider, a readable config.toml or right arguments starts none), stale, of
+another build, or unreachable. Once the resident has taken the
 request, falling back would store the question twice, so a resident that dies mid-answer
 ends the command with one line and status 1.
 """
@@ -24,6 +26,22 @@ from . import launch, protocol
 OFF_WORDS = {"0", "off", "false", "no"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 CONNECT_TIMEOUT_S = 2.0
+ANSWER_TIMEOUT_S = 5.0
+"""How long the client waits for the resident to take its request before running it
+itself; the request's process goes on only once the client said so (``{"go": true}``), so
+the command never runs twice."""
+
+
+def start_later(rheo_home: str) -> None:
+    """Start a resident for ``rheo_home`` once the in-process command is past its own checks
+    (`rheo_cli.ready.reached`), not before: a command that fails would leave a resident
+    behind for nothing."""
+    from .. import ready
+
+    def start() -> None:
+        launch.start(rheo_home)
+
+    ready.when_reached(start)
 
 
 def enabled(environ: Any, rheo_home: str) -> bool:
@@ -118,21 +136,23 @@ def run(argv: list[str]) -> int | None:
     try:
         sock = connect(rheo_home)
     except (FileNotFoundError, ConnectionRefusedError):
-        launch.start(rheo_home)
+        start_later(rheo_home)
         return None
     except OSError:
         return None
     with sock:
         try:
             _send(sock, protocol.encode(request(argv)))
-            sock.settimeout(None)
+            sock.settimeout(ANSWER_TIMEOUT_S)
             reader = protocol.LineReader(sock)
             first = reader.next()
-        except (OSError, ValueError):
-            return None
-        if first is None or "pid" not in first:
-            if first is not None and "mismatch" in first:
-                launch.start(rheo_home)  # the old one retires; a new one serves the next
+            if first is None or "pid" not in first:
+                if first is not None and "mismatch" in first:
+                    start_later(rheo_home)  # the old one retires; a new one serves the next
+                return None
+            sock.sendall(protocol.encode({"go": True}))  # from now on it is the resident's
+            sock.settimeout(None)
+        except (OSError, ValueError):  # no answer in time (busy, stopped): ours to run
             return None
         return _follow(reader, int(first["pid"]), asking="mcp" not in argv)
 

@@ -4,8 +4,10 @@ next resident, or to the next message)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -13,6 +15,8 @@ from typing import Any
 from . import client, launch, protocol
 
 USAGE = "usage: rheo resident status [--json] | stop"
+STOP_WAIT_S = 10.0
+"""How long ``rheo resident stop`` waits for the resident to exit before it returns."""
 
 
 def ask(rheo_home: str, op: str) -> dict[str, Any] | None:
@@ -35,10 +39,13 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
         off = "off (RHEO_RESIDENT or [resident] mode in config.toml)"
         return f"resident: {off}" + (" but one still runs" if answer else "")
     if answer is None:
-        starting = launch.running(rheo_home)
-        return (
-            "resident: starting" if starting else "resident: not running (starts on the next ask)"
-        )
+        held = launch.holder(rheo_home)
+        if held is None:
+            return "resident: not running (starts on the next ask that succeeds)"
+        pid, state = held
+        if state == "stopping":
+            return f"resident: stopping (pid {pid}: running requests finish first)"
+        return f"resident: starting (pid {pid})"
     up = time.time() - float(answer.get("since", time.time()))
     return (
         f"resident: running as pid {answer.get('pid')} for {up:.0f} s, "
@@ -48,22 +55,57 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
     )
 
 
+def stop(rheo_home: str) -> str:
+    """Stop the resident (one still starting, or not answering, gets SIGTERM) and wait up to
+    `STOP_WAIT_S` for it to exit; what happened, in one line."""
+    answer = ask(rheo_home, "stop")
+    held = launch.holder(rheo_home)
+    if answer is None and held is None:
+        return "resident: not running"
+    if answer is None and held is not None:
+        with contextlib.suppress(OSError):
+            os.kill(held[0], signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while launch.running(rheo_home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    held = launch.holder(rheo_home)
+    if held is None:
+        return "resident: stopped"
+    return f"resident: stopping (pid {held[0]}: running requests finish first)"
+
+
+def say(text: str) -> None:
+    """Print ``text`` on stdout; a reader that went away (``| head -1``) ends it quietly:
+    stdout then points at /dev/null, so the flush at exit does not fail either."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError, OSError):
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
 def main(args: list[str]) -> int:
     """Run ``rheo resident ARGS``; returns the exit status (2 for a usage error)."""
     rheo_home = protocol.home()
     if args in (["-h"], ["--help"]):
-        print(USAGE)
+        say(USAGE)
         return 0
     if args[:1] == ["status"] and args[1:] in ([], ["--json"]):
         answer = ask(rheo_home, "status")
         if args[1:] == ["--json"]:
-            print(json.dumps({"running": answer is not None, **(answer or {})}))
+            held = launch.holder(rheo_home) if answer is None else None
+            state = {"pid": held[0], "state": held[1]} if held else {}
+            say(json.dumps({"running": answer is not None, **state, **(answer or {})}))
         else:
-            print(describe(answer, rheo_home))
+            say(describe(answer, rheo_home))
         return 0
     if args == ["stop"]:
-        answer = ask(rheo_home, "stop")
-        print("resident: stopping" if answer else "resident: not running")
+        say(stop(rheo_home))
         return 0
     sys.stderr.write(f"rheo: {USAGE}\n")
     return 2

@@ -30,6 +30,19 @@ def running(rheo_home: str) -> bool:
     return False
 
 
+def holder(rheo_home: str) -> tuple[int, str] | None:
+    """The pid of the resident holding the lock and what it is doing (``starting``,
+    ``stopping``; ``running`` once it listens); None when none holds it."""
+    if not running(rheo_home):
+        return None
+    try:
+        with open(protocol.lock_path(rheo_home)) as handle:
+            words = handle.read().split()
+        return int(words[0]), (words[1] if len(words) > 1 else "starting")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def start(rheo_home: str) -> bool:
     """Start a detached resident for ``rheo_home`` unless one runs or is starting; True when
     one was started. Never raises: a resident that cannot start leaves rheo in-process."""

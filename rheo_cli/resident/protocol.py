@@ -5,9 +5,11 @@ running resident runs the same code as itself.
 The folder is ``RHEO_HOME/run`` (mode 0700) holding ``resident.sock`` (0600) and
 ``resident.lock`` (held by the running resident for its whole life). A request is one JSON
 line sent with the client's stdin, stdout and stderr attached (SCM_RIGHTS); the answers are
-JSON lines: ``{"pid": N}`` once the request runs (process N, the client forwards Ctrl-C to
-it), ``{"exit": CODE}`` at the end, or ``{"mismatch": STAMP}`` when the resident runs
-another build (it then retires and the client runs the command itself).
+JSON lines: ``{"pid": N}`` once a process was forked for the request (process N, the client
+forwards Ctrl-C to it; it runs the command only after the client's ``{"go": true}``, which a
+client that gave up waiting never sends), ``{"exit": CODE}`` at the end, or
+``{"mismatch": STAMP}`` when the resident runs another build (it then retires and the
+client runs the command itself).
 """
 
 from __future__ import annotations

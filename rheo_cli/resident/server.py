@@ -7,7 +7,8 @@ its own environment, descriptors and signals, and nothing of one reaches the nex
 peers of this user are served (SO_PEERCRED). It exits when it has had no request for the
 idle time and no child (a request, or memory work waiting for a session to close) runs;
 SIGTERM, ``rheo resident stop`` and a client of another build make it retire: stop
-listening, let running requests finish.
+listening, let running requests finish (`DRAIN_S` at most), end the work waiting for later,
+and exit, holding ``resident.lock`` (marked ``stopping``) to the end.
 """
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ from . import protocol
 
 IDLE_S = 15 * 60.0
 """Default idle time (seconds) before the resident exits; ``[resident] idle_minutes``."""
+DRAIN_S = 30.0
+"""How long a stopping resident lets running requests finish before it ends them."""
 RECV_TIMEOUT_S = 5.0
-"""How long a connected client may take to send its request line."""
+"""How long a connected client may take to send its request line (others are served
+meanwhile)."""
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -75,6 +79,25 @@ def listen(rheo_home: str) -> socket.socket:
     return sock
 
 
+class Pending:
+    """A connection whose request line has not come yet: what it sent so far, by when the
+    rest must come."""
+
+    def __init__(self, conn: socket.socket, deadline: float) -> None:
+        self.conn = conn
+        self.deadline = deadline
+        self.data = bytearray()
+        self.fds: list[int] = []
+
+    def close(self) -> None:
+        """Close the connection and the descriptors it sent."""
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = []
+        self.conn.close()
+
+
 class Resident:
     """One resident's state: the listening socket, its children, when it was last used."""
 
@@ -89,13 +112,21 @@ class Resident:
         self.last_used = time.monotonic()
         self.children: dict[int, str] = {}
         self.served = 0
+        self.pending: dict[int, Pending] = {}
+        self.drain_until: float | None = None
+        self.stop_asked = False
 
     def retire(self) -> None:
-        """Stop listening (the socket file goes if it is still ours) and let go of the lock,
-        so that a new resident may start; running children finish."""
-        if self.lock is not None:
-            os.close(self.lock)
-            self.lock = None
+        """Stop listening (the socket file goes if it is still ours) and start draining:
+        running requests finish (`DRAIN_S` at most), work waiting for later is ended. The lock
+        stays held, marked ``stopping``, until this process exits, so no second resident
+        starts meanwhile."""
+        for pending in list(self.pending.values()):
+            pending.close()
+        self.pending.clear()
+        if self.drain_until is None:
+            self.drain_until = time.monotonic() + DRAIN_S
+            mark(self.lock, "stopping")
         if self.sock is None:
             return
         path = protocol.socket_path(self.home)
@@ -104,6 +135,20 @@ class Resident:
                 os.unlink(path)
         self.sock.close()
         self.sock = None
+
+    def drain(self) -> None:
+        """While stopping: tell each child (SIGUSR1: a request finishes and does no later
+        work, later work ends at once); past `DRAIN_S`, SIGTERM (a reply is kept as
+        interrupted), then SIGKILL."""
+        if self.stop_asked and self.drain_until is None:
+            self.retire()
+        if self.drain_until is None:
+            return
+        late = time.monotonic() - self.drain_until
+        signum = signal.SIGUSR1 if late < 0 else signal.SIGTERM if late < 5 else signal.SIGKILL
+        for pid in list(self.children):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signum)
 
     def reap(self) -> None:
         """Collect children that ended."""
@@ -125,39 +170,87 @@ class Resident:
         return self.sock is None or time.monotonic() - self.last_used > self.idle_s
 
     def serve(self) -> None:
-        """Accept requests until `done`."""
+        """Accept requests until `done`. Connections are read side by side (each with its
+        own deadline), so one that is slow or sends nothing never delays another."""
         while not self.done():
+            self.drain()
             self.reap()
-            ready = [self.sock] if self.sock is not None else []
+            self.drop_late()
+            waiting: list[Any] = [self.sock] if self.sock is not None else []
+            waiting += [p.conn for p in self.pending.values()]
+            if not waiting:
+                time.sleep(0.5)
+                continue
             try:
-                readable, _, _ = select.select(ready, [], [], 1.0) if ready else ([], [], [])
-                if not ready:
-                    time.sleep(0.5)
+                readable, _, _ = select.select(waiting, [], [], 1.0)
             except (InterruptedError, OSError, ValueError):  # retired meanwhile (SIGTERM)
                 continue
-            if readable and self.sock is not None:
-                try:
-                    conn, _ = self.sock.accept()
-                except OSError:
-                    continue
-                with contextlib.suppress(Exception):
-                    self.handle(conn)
+            for ready in readable:
+                if self.sock is not None and ready is self.sock:
+                    self.accept()
+                elif ready.fileno() in self.pending:
+                    self.read(self.pending[ready.fileno()])
 
-    def handle(self, conn: socket.socket) -> None:
-        """Serve one connection: a request (forked), ``status`` or ``stop``."""
-        fds: list[int] = []
+    def accept(self) -> None:
+        """Take a new connection (this user's only) and wait for its request line."""
         try:
-            if not peer_allowed(conn):
-                return
-            conn.settimeout(RECV_TIMEOUT_S)
-            message, fds = receive(conn)
+            conn, _ = self.sock.accept() if self.sock is not None else (None, None)
+        except OSError:
+            return
+        if conn is None:
+            return
+        if not peer_allowed(conn):
+            conn.close()
+            return
+        conn.setblocking(False)
+        self.pending[conn.fileno()] = Pending(conn, time.monotonic() + RECV_TIMEOUT_S)
+
+    def read(self, pending: Pending) -> None:
+        """Read what ``pending`` sent; serve it once its request line is whole."""
+        try:
+            data, fds, _, _ = socket.recv_fds(pending.conn, 65536, protocol.STREAM_FDS)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data, fds = b"", []
+        pending.fds += list(fds)
+        pending.data += data
+        if not data or len(pending.data) > protocol.MAX_LINE:
+            self.drop(pending)
+            return
+        if b"\n" not in pending.data:
+            return
+        del self.pending[pending.conn.fileno()]
+        try:
+            message = protocol.decode(bytes(pending.data).partition(b"\n")[0])
+        except ValueError:
+            pending.close()
+            return
+        pending.conn.setblocking(True)
+        pending.conn.settimeout(RECV_TIMEOUT_S)
+        with contextlib.suppress(Exception):
+            self.handle(pending.conn, message, pending.fds)
+
+    def drop(self, pending: Pending) -> None:
+        """Close a connection that sent no request."""
+        self.pending.pop(pending.conn.fileno(), None)
+        pending.close()
+
+    def drop_late(self) -> None:
+        """Close the connections that did not send their request line in time."""
+        now = time.monotonic()
+        for pending in [p for p in self.pending.values() if p.deadline < now]:
+            self.drop(pending)
+
+    def handle(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        """Serve one request: forked, ``status`` or ``stop``."""
+        try:
             self.last_used = time.monotonic()
             op = message.get("op")
             if op == "status":
                 conn.sendall(protocol.encode(self.status()))
             elif op == "stop":
                 conn.sendall(protocol.encode({"stopping": os.getpid()}))
-                self.stop_children()
                 self.retire()
             elif message.get("stamp") != self.stamp:
                 conn.sendall(protocol.encode({"mismatch": self.stamp}))
@@ -178,16 +271,11 @@ class Resident:
 
             if self.lock is not None:
                 os.close(self.lock)  # the lock is the server's alone
+            for other in self.pending.values():
+                other.close()  # other clients' connections are the server's too
             child.run(conn, fds, message, self.sock)  # never returns
         self.children[pid] = "request"
         self.served += 1
-
-    def stop_children(self) -> None:
-        """SIGTERM the children that only wait for a session to close (requests finish)."""
-        for pid in watchers(self.home):
-            if pid in self.children:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGTERM)
 
     def status(self) -> dict[str, Any]:
         """What ``rheo resident status`` shows."""
@@ -202,31 +290,14 @@ class Resident:
         }
 
 
-def watchers(rheo_home: str) -> list[int]:
-    """The processes waiting for a session of ``rheo_home`` to close (each writes its pid in
-    the ``watch-*.lock`` it holds)."""
-    folder = protocol.run_dir(rheo_home)
-    found = []
+def mark(lock: int | None, state: str) -> None:
+    """Write this process's pid and ``state`` (``stopping``) in the lock it holds: what
+    ``rheo resident status`` says while the socket is gone."""
+    if lock is None:
+        return
     with contextlib.suppress(OSError):
-        for name in os.listdir(folder):
-            if name.startswith("watch-") and name.endswith(".lock"):
-                path = os.path.join(folder, name)
-                with contextlib.suppress(OSError, ValueError), open(path) as handle:
-                    found.append(int(handle.read().strip() or 0))
-    return [pid for pid in found if pid > 0]
-
-
-def receive(conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-    """The request line and the descriptors sent with it. Raises ValueError, OSError."""
-    data, fds, _, _ = socket.recv_fds(conn, 65536, protocol.STREAM_FDS)
-    while b"\n" not in data:
-        if not data or len(data) > protocol.MAX_LINE:
-            raise ValueError("no request")
-        more = conn.recv(65536)
-        if not more:
-            raise ValueError("no request")
-        data += more
-    return protocol.decode(data.partition(b"\n")[0]), list(fds)
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"{os.getpid()}\n{state}\n".encode(), 0)
 
 
 def idle_seconds(rheo_home: str) -> float:
@@ -255,13 +326,15 @@ def main(argv: list[str]) -> int:
         return 0
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # children take it on once they can
     warm()
     resident = Resident(rheo_home, listen(rheo_home), lock, idle_seconds(rheo_home))
-    signal.signal(signal.SIGTERM, lambda *_: resident.retire())
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    mark(lock, "running")
+    signal.signal(signal.SIGTERM, lambda *_: setattr(resident, "stop_asked", True))
     resident.serve()
     resident.retire()
-    return 0
+    return 0  # the lock goes with the process
 
 
 if __name__ == "__main__":

@@ -90,7 +90,7 @@ class Resident:
             self.pids.add(int(answer["pid"]))
         lock = Path(protocol.lock_path(str(self.home)))
         with contextlib.suppress(OSError, ValueError):
-            self.pids.add(int(lock.read_text().strip()))
+            self.pids.add(int(lock.read_text().split()[0]))
         doomed = set(self.pids)
         for pid in self.pids:
             doomed |= descendants(pid)

@@ -133,3 +133,29 @@ def test_incognito_through_the_resident_stores_nothing(resident, api, home):
     assert [r for r in api.message_requests if "my secret" in json.dumps(r.body)] == [
         api.message_requests[0]
     ]
+
+
+def _no_resident_after(resident, home, *args: str, **extra: str):
+    result = resident.run(*args, **extra)
+    time.sleep(1.5)  # a resident started on the way out would have made its folder by now
+    assert not os.path.exists(protocol.run_dir(str(home))), result.stderr
+    return result
+
+
+def test_an_ask_that_fails_before_the_model_starts_no_resident(resident, api, home):
+    api.default = text("never asked")
+    resident.env.pop("ANTHROPIC_API_KEY")
+    result = _no_resident_after(resident, home, "ask", "hi")
+    assert result.returncode == 2 and "no model provider" in result.stderr.splitlines()[0]
+    resident.env["ANTHROPIC_API_KEY"] = "test-key"
+    usage = _no_resident_after(resident, home, "ask", "--session", "0", "x")
+    assert usage.returncode == 2 and "Traceback" not in usage.stderr
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[session\ngap_hours = \n")
+    bad = _no_resident_after(resident, home, "ask", "hi")
+    assert bad.returncode in (1, 2) and "Traceback" not in bad.stderr
+    assert api.message_requests == []
+    (home / "config.toml").unlink()
+    ok = resident.run("ask", "hi")  # the first ask that reaches the model starts it
+    assert ok.returncode == 0, ok.stderr
+    assert resident.ready()["served"] == 0

@@ -112,10 +112,152 @@ def test_the_resident_exits_when_idle(resident, home):
 def test_stop_ends_the_resident(resident, home):
     pid = resident.pid()
     result = resident.run("resident", "stop")
-    assert (result.returncode, result.stdout) == (0, "resident: stopping\n")
-    deadline = time.monotonic() + 30
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    assert (result.returncode, result.stdout) == (0, "resident: stopped\n")
     assert not alive(pid)
     assert resident.run("resident", "status").stdout.startswith("resident: not running")
     assert resident.run("resident", "frobnicate").returncode == 2
+
+
+def test_idle_connections_do_not_delay_an_ask(resident, api, home):
+    served = resident.ready()["served"]
+    api.default = text("prompt")
+    idle = []
+    for _ in range(10):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(protocol.socket_path(str(home)))
+        idle.append(sock)
+    try:
+        started = time.monotonic()
+        result = resident.run("ask", "hi")
+        took = time.monotonic() - started
+    finally:
+        for sock in idle:
+            sock.close()
+    assert (result.returncode, result.stdout) == (0, "prompt\n"), result.stderr
+    assert took < 4.0, took  # 10 idle clients once cost 5 s each
+    assert resident.status()["served"] == served + 1  # through the resident, not around it
+
+
+def test_a_resident_that_does_not_answer_leaves_the_ask_to_the_client(resident, api, home):
+    pid = resident.pid()
+    api.default = text("in-process")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        ask = resident.start("ask", "hi")
+        ask.wait(timeout=60)  # its pipes stay open while the request waits in the socket
+        took = time.monotonic() - started
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    out, err = ask.communicate(timeout=60)
+    assert (ask.returncode, out) == (0, "in-process\n"), err
+    assert took < 30, took
+    time.sleep(3)  # the resident now forks for the abandoned request: that process stops
+    rows = db_rows(home, "SELECT role, content FROM turns ORDER BY id")
+    assert [(r["role"], r["content"]) for r in rows] == [
+        ("user", "hi"),
+        ("assistant", "in-process"),
+    ]
+    assert len(api.message_requests) == 1
+    assert not descendants(pid)
+
+
+def test_kill_9_of_the_client_interrupts_the_request(resident, api, home):
+    pid = resident.pid()
+    api.default = SLOW
+    ask = resident.start("ask", "count")
+    child = _request_process(pid)
+    _wait_for_text(api)
+    ask.kill()
+    ask.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    rows: list = []
+    while time.monotonic() < deadline:
+        rows = db_rows(home, "SELECT role, status, content FROM turns ORDER BY id")
+        if len(rows) == 2:
+            break
+        time.sleep(0.1)
+    assert [(r["role"], r["status"]) for r in rows] == [
+        ("user", None),
+        ("assistant", "interrupted"),
+    ]
+    assert rows[1]["content"] != "one two three four five six seven eight"
+    deadline = time.monotonic() + 30
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(child)  # nothing queued (RHEO_WORKER=off): it ended with the turn
+
+
+def _watcher(home, deadline_s: float = 60) -> int:
+    """The pid written in a session watcher's lock, once one waits."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for lock in (home / "run").glob("watch-*.lock"):
+            words = lock.read_text().split()
+            if words:
+                return int(words[0])
+        time.sleep(0.1)
+    raise AssertionError("no session watcher appeared")
+
+
+def test_stop_ends_the_session_watcher_and_the_resident_at_once(resident, api, home):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text("[session]\ngap_hours = 1\n")  # a watcher waits 1 h
+    resident.env.pop("RHEO_WORKER")
+    pid = resident.pid()
+    api.default = text("noted")
+    assert resident.run("ask", "remember the milk").returncode == 0
+    watcher = _watcher(home)
+    assert alive(watcher)
+    started = time.monotonic()
+    stopped = resident.run("resident", "stop")
+    assert stopped.stdout == "resident: stopped\n", stopped.stderr
+    assert time.monotonic() - started < 10
+    assert not alive(pid) and not alive(watcher)
+    assert resident.run("resident", "status").stdout.startswith("resident: not running")
+
+
+def test_a_stopping_resident_finishes_its_request_and_no_second_one_starts(resident, api, home):
+    from rheo_cli.resident import launch
+
+    pid = resident.pid()
+    api.default = SLOW
+    ask = resident.start("ask", "count")
+    _wait_for_text(api)
+    stopping = resident.start("resident", "stop")
+    deadline = time.monotonic() + 10
+    while os.path.exists(protocol.socket_path(str(home))) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    status = resident.run("resident", "status").stdout
+    assert status.startswith(f"resident: stopping (pid {pid}"), status
+    assert not launch.start(str(home))  # the lock is still held: no second resident
+    out, err = ask.communicate(timeout=60)
+    assert (ask.returncode, out) == (0, "one two three four five six seven eight\n"), err
+    said, _ = stopping.communicate(timeout=60)
+    assert said == "resident: stopped\n"
+    assert not alive(pid)
+    rows = db_rows(home, "SELECT role, status FROM turns ORDER BY id")
+    assert [(r["role"], r["status"]) for r in rows] == [("user", None), ("assistant", "ok")]
+
+
+def test_stop_of_a_resident_still_starting_ends_it(resident, home):
+    from rheo_cli.resident import launch
+
+    with_env = resident.environ()
+    saved = dict(os.environ)
+    os.environ.update(with_env)
+    try:
+        assert launch.start(str(home))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    deadline = time.monotonic() + 10
+    while launch.holder(str(home)) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    held = launch.holder(str(home))
+    assert held is not None
+    resident.pids.add(held[0])
+    stopped = resident.run("resident", "stop")
+    assert stopped.stdout == "resident: stopped\n", (held, stopped.stdout)
+    assert not alive(held[0])
+    assert resident.run("resident", "status").stdout.startswith("resident: not running")
