@@ -93,6 +93,15 @@ def ask(
         bool,
         typer.Option("--retry", help="Send the last question again if its reply failed."),
     ] = False,
+    fork: Annotated[
+        str | None,
+        typer.Option(
+            "--fork",
+            metavar="N",
+            help="Start a new session that begins with session N's turns (s6 or 6).",
+            autocompletion=session_numbers,
+        ),
+    ] = None,
     system: Annotated[
         str | None,
         typer.Option(
@@ -145,6 +154,7 @@ def ask(
       rheo ask "what did I promise Ana?"
       git diff | rheo ask -s "answer in one paragraph" "review this"
       rheo ask -c "and the week after?"      (same session, even after a pause)
+      rheo ask --fork s6 "what if we went in June instead?"
       rheo ask --retry                        (the last question failed: send it again)
       rheo ask -f notes.md -f todo.txt "what is left to do?"
       rheo ask --schema '{"type":"array","items":{"type":"string"}}' "my open items"
@@ -154,8 +164,9 @@ def ask(
     from ..ui.stream import ReplyWriter
 
     number = session_number(session) if session is not None else None
-    if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
-        raise UsageError("use only one of --continue, --session, --new and --retry")
+    origin = session_number(fork) if fork is not None else None
+    if sum((cont, session is not None, new or GLOBAL.new, retry, fork is not None)) > 1:
+        raise UsageError("use only one of --continue, --session, --new, --fork and --retry")
     if json_out and json_stream:
         raise UsageError("use only one of --json and --json-stream")
     wanted = _schema(schema, json_out or json_stream)
@@ -196,6 +207,7 @@ def ask(
             session=number,
             continue_last=cont,
             retry=retry,
+            fork=origin,
             system=_instructions(system, wanted),
             incognito=incognito,
         )

@@ -293,6 +293,27 @@ def session_turns(
     return [_row_to_turn(r) for r in reversed(rows)]
 
 
+FORK_OF = "fork_of"
+"""The meta key, on a session's first turn, naming the session (its id) it was forked from:
+its turns are the start of the fork's context (`fork_origin`)."""
+
+
+def fork_origin(conn: Connection, profile: str, session_id: int) -> int | None:
+    """The id of the session ``session_id`` was forked from (``rheo ask --fork``): the
+    `FORK_OF` key of its first turn's meta; None when it was not forked (or has no turn)."""
+    row = conn.execute(
+        "SELECT meta FROM turns WHERE session_id = ? AND profile = ? ORDER BY id LIMIT 1",
+        (session_id, profile),
+    ).fetchone()
+    if row is None or not row["meta"] or row["meta"] == "{}":
+        return None
+    try:
+        origin = json.loads(row["meta"]).get(FORK_OF)
+    except (ValueError, AttributeError):  # a meta that is not a JSON object
+        return None
+    return origin if isinstance(origin, int) and not isinstance(origin, bool) else None
+
+
 def search_turns(
     conn: Connection,
     profile: str,
