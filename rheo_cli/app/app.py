@@ -50,6 +50,10 @@ class App:
     """``RHEO_DATABASE_URL`` or ``[store] url``: PostgreSQL instead of the SQLite file."""
     redis_url: str | None = None
     """``RHEO_REDIS_URL`` or ``[store] redis_url``: the CURRENT MEMORY hot cache."""
+    provider_flag: str | None = None
+    """``--provider`` as given (None: not given), kept for `switch_model`."""
+    environ: dict[str, str] | None = field(default=None, repr=False)
+    """The environment the choice was made from (None: the process's), for `switch_model`."""
     _store: Store | None = field(default=None, repr=False)
     _provider: Provider | None = field(default=None, repr=False)
 
@@ -168,6 +172,24 @@ class App:
             env=(("RHEO_HOME", str(self.paths.home)),),
         )
 
+    def switch_model(self, model: str) -> None:
+        """Chat with ``model`` (``NAME`` or ``provider:NAME``, as ``--model`` takes it) from
+        now on: chosen and checked exactly as ``--model`` is (with this runtime's
+        ``--provider``, assistant, environment and config). The provider is made again on
+        its next use. Raises UsageError (empty, unprintable, an unknown provider prefix, one
+        contradicting ``--provider``) or ConfigError, leaving the model as it was."""
+        if not model.strip():
+            raise UsageError("--model needs a model name")
+        env = dict(os.environ) if self.environ is None else self.environ
+        choice, error, chosen = _chat_choice(
+            self.config, model.strip(), self.provider_flag, env, self.assistant
+        )
+        self.choice, self.choice_error, self.model = choice, error, chosen
+        closer = getattr(self._provider, "close", None)
+        self._provider = None
+        if callable(closer):
+            closer()
+
     def preload(self) -> None:
         """Start importing the chat provider's SDK on a thread (nothing when none is set)."""
         if self.choice is not None:
@@ -276,6 +298,8 @@ def build(
         assistant=persona,
         store_url=store_url or None,
         redis_url=redis_url or None,
+        provider_flag=provider,
+        environ=environ,
     )
 
 

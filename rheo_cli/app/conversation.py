@@ -39,7 +39,9 @@ class SendOptions:
     numbered ``s<session>`` (as `rheo sessions list` shows it); ``continue_last``: stay in the
     latest session even after a long pause; ``retry``: send the last unanswered question again
     (``text`` must be empty); ``question_id``: answer that stored question of the person's
-    (a front end catching up after a crash). At most one of these five. ``system``: extra
+    (a front end catching up after a crash); ``fork``: start a new session whose context
+    begins with the turns of the session numbered ``s<fork>`` (its origin is kept on the new
+    session's first turn, `ledger.FORK_OF`). At most one of these six. ``system``: extra
     instructions after rheo's own; ``incognito``: read memory, store and learn nothing;
     ``meta``: stored with the person's turn (a front end's own ids); ``background``: start
     the memory work (extraction, digests) when the turn ends."""
@@ -49,6 +51,7 @@ class SendOptions:
     continue_last: bool = False
     retry: bool = False
     question_id: int | None = None
+    fork: int | None = None
     system: str | None = None
     incognito: bool = False
     meta: dict[str, Any] | None = None
@@ -155,8 +158,10 @@ class Conversation:
         opts = options or SendOptions()
         emit = on_event or _ignore
         chosen = (opts.new_session, opts.session is not None, opts.continue_last, opts.retry)
-        if sum(chosen) + (opts.question_id is not None) > 1:
-            raise UsageError("use only one of --continue, --session, --new and --retry")
+        if sum(chosen) + (opts.question_id is not None) + (opts.fork is not None) > 1:
+            raise UsageError("use only one of --continue, --session, --new, --fork and --retry")
+        if opts.fork is not None and opts.incognito:
+            raise UsageError("--fork starts a stored session: use it without --incognito")
         if opts.retry and text.strip():
             raise UsageError("--retry sends the stored question again: give no new one")
         app = self.app
@@ -164,6 +169,7 @@ class Conversation:
         backend = app.provider()  # none configured: guidance, nothing stored
         backend.on_retry = lambda line: emit(Notice(line))
         question, session_id = self._target(opts)
+        meta = self._fork_meta(opts)
         assistant = self._assistant(opts, emit)
         try:
             if not opts.incognito:
@@ -171,12 +177,12 @@ class Conversation:
                 app.queue_closed_sessions()
             result = assistant.turn(
                 text,
-                new_session=opts.new_session,
+                new_session=opts.new_session or opts.fork is not None,
                 on_text=lambda piece: emit(TextDelta(piece)),
                 on_context=lambda ctx: [emit(Notice(n)) for n in getattr(ctx, "notes", [])],
                 session_id=session_id,
                 question=question,
-                meta=opts.meta,
+                meta=meta,
             )
         except TurnInterrupted as exc:
             return self._ended("interrupted", exc.user_turn, exc.turn, assistant, opts, cause=exc)
@@ -221,6 +227,19 @@ class Conversation:
                 latest = None
             return None, latest.id if latest is not None else None
         return None, None
+
+    def _fork_meta(self, opts: SendOptions) -> dict[str, Any] | None:
+        """``opts.meta`` with, for ``fork``, the id of the session forked from. Raises
+        UsageError for a session number the profile does not have."""
+        if opts.fork is None:
+            return opts.meta
+        from ..memory.store.errors import NotFound
+
+        try:
+            origin = sessions_mod.session_by_number(self.app.conn, self.app.profile, opts.fork)
+        except NotFound as exc:
+            raise UsageError(str(exc)) from None
+        return {**(opts.meta or {}), ledger.FORK_OF: origin.id}
 
     def _assistant(self, opts: SendOptions, emit: EventSink) -> Any:
         from .tools.chat import make_assistant

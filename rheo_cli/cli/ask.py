@@ -93,6 +93,15 @@ def ask(
         bool,
         typer.Option("--retry", help="Send the last question again if its reply failed."),
     ] = False,
+    fork: Annotated[
+        str | None,
+        typer.Option(
+            "--fork",
+            metavar="N",
+            help="Start a new session that begins with session N's turns (s6 or 6).",
+            autocompletion=session_numbers,
+        ),
+    ] = None,
     system: Annotated[
         str | None,
         typer.Option(
@@ -125,6 +134,15 @@ def ask(
         ),
     ] = None,
     assistant_name: AssistantOpt = None,
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            metavar="FILE|JSON",
+            help="Ask for JSON matching this JSON Schema (a file or inline JSON); the reply "
+            "is checked against it and printed as JSON.",
+        ),
+    ] = None,
 ) -> None:
     """Ask one question. Piped stdin is the question, or a document after TEXT.
 
@@ -136,18 +154,22 @@ def ask(
       rheo ask "what did I promise Ana?"
       git diff | rheo ask -s "answer in one paragraph" "review this"
       rheo ask -c "and the week after?"      (same session, even after a pause)
+      rheo ask --fork s6 "what if we went in June instead?"
       rheo ask --retry                        (the last question failed: send it again)
       rheo ask -f notes.md -f todo.txt "what is left to do?"
+      rheo ask --schema '{"type":"array","items":{"type":"string"}}' "my open items"
     """
     from ..app.conversation import Conversation, Notice, SendOptions, TextDelta, ToolActivity
     from ..app.events import ending_json, event_json, memory_note, ndjson_line
     from ..ui.stream import ReplyWriter
 
     number = session_number(session) if session is not None else None
-    if sum((cont, session is not None, new or GLOBAL.new, retry)) > 1:
-        raise UsageError("use only one of --continue, --session, --new and --retry")
+    origin = session_number(fork) if fork is not None else None
+    if sum((cont, session is not None, new or GLOBAL.new, retry, fork is not None)) > 1:
+        raise UsageError("use only one of --continue, --session, --new, --fork and --retry")
     if json_out and json_stream:
         raise UsageError("use only one of --json and --json-stream")
+    wanted = _schema(schema, json_out or json_stream)
     with runtime_for(profile, model, provider, assistant_name) as app:
         app.assistant_prompt()  # an unreadable prompt file: one line, exit 1, nothing stored
         app.preload()  # the SDK's import overlaps reading stdin, opening the store, the context
@@ -164,7 +186,7 @@ def ask(
             rendered=rendered,
             spinner=sys.stderr is not None and sys.stderr.isatty() and not json_stream,
         )
-        streaming = not (json_out or no_stream or json_stream)
+        streaming = not (json_out or no_stream or json_stream or wanted is not None)
 
         def on_event(event: object) -> None:
             if json_stream and isinstance(event, TextDelta | Notice | ToolActivity):
@@ -185,7 +207,8 @@ def ask(
             session=number,
             continue_last=cont,
             retry=retry,
-            system=system,
+            fork=origin,
+            system=_instructions(system, wanted),
             incognito=incognito,
         )
         try:
@@ -193,11 +216,54 @@ def ask(
             if json_stream:
                 for value in ending_json(outcome):
                     writer(ndjson_line(value))
-            elif outcome.status in ("ok", "cut") and not streaming and not json_out:
+            elif outcome.status in ("ok", "cut") and not (streaming or json_out or wanted):
                 writer(outcome.reply)
         finally:
             writer.finish()
     render_outcome(outcome, writer, json_out=json_out, usage=usage)
+    if wanted is not None:
+        print_structured(outcome, wanted)
+
+
+def _schema(given: str | None, json_output: bool) -> dict[str, object] | None:
+    """``--schema``'s JSON Schema (None without it). Raises UsageError for a schema that
+    cannot be read or is not valid, or with --json / --json-stream."""
+    if given is None:
+        return None
+    if json_output:
+        raise UsageError("--schema prints the reply's JSON: use it without --json/--json-stream")
+    from ..app.structured import load_schema
+
+    return load_schema(given)
+
+
+def _instructions(system: str | None, schema: dict[str, object] | None) -> str | None:
+    """``--system`` followed by what ``--schema`` asks of the model."""
+    if schema is None:
+        return system
+    from ..app.structured import instructions
+
+    return "\n\n".join(part for part in (system, instructions(schema)) if part)
+
+
+def print_structured(outcome: Outcome, schema: dict[str, object]) -> None:
+    """Print the reply's JSON (indented) once it matches ``schema``. Raises the app's
+    ReplyMismatch (exit 1, one line saying where the stored reply is) when the reply is
+    not JSON or does not match."""
+    from ..app.structured import ReplyMismatch, check, reply_json
+    from ..ui.output import print_json
+
+    try:
+        value = reply_json(outcome.reply)
+        check(value, schema)
+    except ReplyMismatch as exc:
+        where = (
+            f"the reply is stored as turn #{outcome.reply_turn_id}"
+            if outcome.reply_turn_id
+            else "the reply was not stored"
+        )
+        raise ReplyMismatch(f"{exc}; {where}") from None
+    print_json(value)
 
 
 def render_outcome(outcome: Outcome, writer: ReplyWriter, *, json_out: bool, usage: bool) -> None:

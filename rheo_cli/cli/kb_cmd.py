@@ -27,7 +27,6 @@ app = typer.Typer(
     "list them).",
 )
 
-MAX_FILE_BYTES = 20 * 1024 * 1024
 MARKDOWN_SUFFIXES = {".md", ".markdown", ".mdown", ".mkd"}
 
 
@@ -37,24 +36,11 @@ def _chunks(count: int) -> str:
 
 
 def read_text(path: Path) -> str:
-    """The UTF-8 text of ``path``; UsageError for a missing, unreadable, binary or huge file."""
-    try:
-        info = path.stat()
-        if not path.is_file():
-            raise UsageError(f"{safe(text_of(path))} is not a file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise UsageError(f"{safe(text_of(path))} is larger than {MAX_FILE_BYTES // 2**20} MB")
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {safe(text_of(path))}") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {safe(text_of(path))}: {exc.strerror or exc}") from None
-    if b"\x00" in data:
-        raise UsageError(f"{safe(text_of(path))} is not a text file")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise UsageError(f"{safe(text_of(path))} is not UTF-8 text") from None
+    """The UTF-8 text of ``path``; UsageError for a missing, unreadable, binary or huge file
+    (`app.attachments.read_text`, naming the file as it was given)."""
+    from ..app.attachments import read_text as read
+
+    return read(path, text_of(path))
 
 
 @app.command("add")

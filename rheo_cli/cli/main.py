@@ -33,6 +33,7 @@ from . import (
     team_cmd,
     telegram_cmd,
     transfer_cmd,
+    usage_cmd,
 )
 from .errors import say_error
 from .group import GroupedHelp
@@ -126,6 +127,7 @@ app.add_typer(digests_cmd.jobs_app, name="jobs", rich_help_panel=MAINTENANCE)
 app.add_typer(config_cmd.app, name="config", rich_help_panel=MAINTENANCE)
 app.command(rich_help_panel=MAINTENANCE)(paths_cmd.paths)
 app.command(rich_help_panel=MAINTENANCE)(providers_cmd.providers)
+app.command(rich_help_panel=HISTORY)(usage_cmd.usage)
 app.add_typer(kb_cmd.app, name="kb", rich_help_panel=MEMORY)
 app.command(rich_help_panel=CHAT)(mcp_cmd.mcp)
 app.command(rich_help_panel=CHAT)(telegram_cmd.telegram)

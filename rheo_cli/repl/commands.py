@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from ..app.app import App
@@ -23,6 +23,11 @@ HELP = """\
 /pin ID, /unpin ID, /forget ID   keep forever, let decay, retract a memory
 /conflicts        contradicting facts; /resolve ID keeps one
 /digests          summaries of recent sessions
+/sessions [N]     the last N sessions (10), as 'rheo sessions list' shows them
+/model [NAME]     the chat model; NAME switches to it for the rest of this REPL
+/file PATH        attach a text file to the next message (again: one more)
+/edit             write the next message in $VISUAL or $EDITOR; sent when it exits
+/copy             put the last reply on the clipboard
 /incognito        stop (or resume) storing: nothing typed is kept or learnt meanwhile
 /exit             leave (Ctrl-D too)
 Esc+Enter adds a line; Tab completes commands and ids; Ctrl-C stops a reply (the part
@@ -44,12 +49,20 @@ MEANINGS = {
     "/conflicts": "contradicting facts",
     "/resolve": "keep one of a conflict",
     "/digests": "summaries of recent sessions",
+    "/sessions": "recent sessions",
+    "/model": "show or switch the chat model",
+    "/file": "attach a text file to the next message",
+    "/edit": "write the next message in your editor",
+    "/copy": "the last reply to the clipboard",
     "/exit": "leave (Ctrl-D too)",
 }
 """Each slash command's short meaning, for Tab completion."""
 
 SEARCH_LIMIT = 50
 """The most memories ``/memory WORDS`` shows."""
+
+SESSIONS_LIMIT = 10
+"""How many sessions ``/sessions`` lists without a number."""
 
 
 @dataclass
@@ -64,6 +77,11 @@ class ReplState:
     done: bool = False
     incognito: bool = False
     """Nothing is stored: no turns, no extraction, no line in the input history file."""
+    attachments: list[str] = field(default_factory=list)
+    """Files given with ``/file`` for the next message, each as `app.attachments.attached`
+    made it (read when given)."""
+    last_reply: str = ""
+    """The text of the last reply that came (partial when interrupted), for ``/copy``."""
 
     def say(self, text: str) -> None:
         """Print a notice line, through the one display filter (`safe`): stored text in it
@@ -105,6 +123,9 @@ def run_turn(state: ReplState, text: str, *, retry: bool = False) -> None:
 
     options = SendOptions(new_session=state.force_new, retry=retry, incognito=state.incognito)
     state.force_new = False
+    if not retry and state.attachments:
+        text = "\n\n".join([text, *state.attachments])
+        state.attachments = []
     try:
         outcome = state.conversation.send("" if retry else text, options, on_event)
     except RheoError as exc:  # nothing to retry, an unreadable prompt file, a purge meanwhile
@@ -116,6 +137,8 @@ def run_turn(state: ReplState, text: str, *, retry: bool = False) -> None:
         state.say(f"rheo: cannot store the message: {' '.join(str(exc).split())[:200]}")
         return
     writer.finish()
+    if outcome.status != "failed" and outcome.reply:
+        state.last_reply = outcome.reply
     unstored = outcome.not_stored
     if outcome.status == "interrupted":
         if unstored is not None:
@@ -283,6 +306,82 @@ def _digests(state: ReplState, arg: str) -> None:
         state.say(digest_line(d, now, numbers))
 
 
+def _sessions(state: ReplState, arg: str) -> None:
+    """As `rheo sessions list -n N` (N: `SESSIONS_LIMIT` when not given)."""
+    from ..app import history
+    from ..ui.listings import session_lines
+
+    text = arg.strip()
+    if text and not (text.isascii() and text.isdigit() and 0 < int(text) <= 10_000):
+        state.say("usage: /sessions [N]")
+        return
+    found = history.sessions(state.rt, int(text) if text else SESSIONS_LIMIT)
+    if not found:
+        state.say("(no sessions)")
+        return
+    for line in session_lines(found, state.rt.now()):
+        state.say(line)
+
+
+def _model(state: ReplState, arg: str) -> None:
+    """Show the chat model, or switch to ``arg`` (checked as ``--model`` is) until the REPL
+    ends; config.toml is not changed."""
+    rt = state.rt
+    if arg.strip():
+        rt.switch_model(arg)  # a name --model would refuse: one line, the model unchanged
+        state.say(f"model: {_model_name(state)} for the rest of this REPL (config unchanged)")
+        return
+    state.say(f"model: {_model_name(state)}")
+
+
+def _model_name(state: ReplState) -> str:
+    choice = state.rt.choice
+    return f"{state.rt.model} ({choice.kind})" if choice is not None else state.rt.model
+
+
+def _file(state: ReplState, arg: str) -> None:
+    """Read the file now (as `rheo ask -f` does) and keep it for the next message."""
+    from pathlib import Path
+
+    from ..app.attachments import attached
+    from ..ui.output import name_line
+
+    name = arg.strip()
+    if not name:
+        state.say("usage: /file PATH")
+        return
+    state.attachments.append(attached(Path(name).expanduser(), name))
+    count = len(state.attachments)
+    more = "" if count == 1 else f" ({count} files)"
+    state.say(f"attached {name_line(name)} to the next message{more}")
+
+
+def _edit(state: ReplState, arg: str) -> None:
+    """Write the next message in the person's editor; send it when the editor exits with
+    text."""
+    from ..ui.editor import NO_EDITOR, compose, editor_command
+
+    editor = editor_command()
+    if editor is None:
+        state.say(f"rheo: {NO_EDITOR}")
+        return
+    text = compose(editor, arg)
+    if not text.strip():
+        state.say("(empty message: nothing sent)")
+        return
+    run_turn(state, text.strip("\n"))
+
+
+def _copy(state: ReplState, arg: str) -> None:
+    from ..ui.clipboard import copy
+
+    if not state.last_reply:
+        state.say("rheo: nothing to copy yet: no reply in this REPL")
+        return
+    how = copy(state.last_reply, state.out)
+    state.say(f"copied the last reply ({len(state.last_reply):,} characters) with {how}")
+
+
 SLASH: dict[str, Callable[[ReplState, str], None]] = {
     "/help": _help,
     "/?": _help,
@@ -299,6 +398,11 @@ SLASH: dict[str, Callable[[ReplState, str], None]] = {
     "/conflicts": _conflicts,
     "/resolve": _change("resolve"),
     "/digests": _digests,
+    "/sessions": _sessions,
+    "/model": _model,
+    "/file": _file,
+    "/edit": _edit,
+    "/copy": _copy,
     "/incognito": _incognito,
     "/exit": _exit,
     "/quit": _exit,
@@ -336,6 +440,6 @@ def run_slash(state: ReplState, line: str) -> None:
         if isinstance(exc, DatabaseError):  # e.g. /done on a read-only store
             state.say(f"rheo: {database_message(exc)}")
             return
-        if not isinstance(exc, EngineError):
+        if not isinstance(exc, EngineError | RheoError):  # /file nope.md, /model foo:bar
             raise
         state.say(f"rheo: {exc}")

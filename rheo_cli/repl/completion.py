@@ -1,4 +1,5 @@
-"""Tab completion in the REPL: slash commands, then their arguments (memory and item ids)."""
+"""Tab completion in the REPL: slash commands, then their arguments (memory and item ids,
+the path after ``/file``)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ IdSource = Callable[[str], list[tuple[int, str]]]
 
 
 class SlashCompleter(Completer):
-    """Completes ``/he`` to ``/help`` (with each command's one-line meaning) and the id after
-    ``/done``, ``/pin``, ``/unpin``, ``/forget``, ``/resolve`` from ``ids``. Plain messages
-    get no completions."""
+    """Completes ``/he`` to ``/help`` (with each command's one-line meaning), the id after
+    ``/done``, ``/pin``, ``/unpin``, ``/forget``, ``/resolve`` from ``ids`` and a file's path
+    after ``/file`` (``~`` expanded). Plain messages get no completions."""
 
     def __init__(self, commands: dict[str, str], ids: IdSource, takes_id: set[str]) -> None:
         self.commands = commands
@@ -33,6 +34,9 @@ class SlashCompleter(Completer):
                 if command.startswith(name.lower()):
                     yield Completion(command, start_position=-len(name), display_meta=meaning)
             return
+        if name.lower() == "/file":
+            yield from _paths(arg.lstrip(), complete_event)
+            return
         if name.lower() not in self.takes_id or " " in arg.strip():
             return
         typed = arg.strip().lstrip("#")
@@ -45,3 +49,14 @@ class SlashCompleter(Completer):
                 yield Completion(
                     str(item_id), start_position=-len(arg.lstrip()), display_meta=preview
                 )
+
+
+def _paths(typed: str, complete_event: Any) -> Iterable[Completion]:
+    """prompt-toolkit's path completions for ``typed`` (never raises: an unreadable folder
+    gives none)."""
+    from prompt_toolkit.completion import PathCompleter
+
+    try:
+        yield from PathCompleter(expanduser=True).get_completions(Document(typed), complete_event)
+    except OSError:
+        return

@@ -6,12 +6,13 @@ The REPL and the Telegram bot keep their one-line forms (`items.item_line` and f
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from .output import local
-from .tables import Column, print_table
+from .tables import Column, print_table, table_lines
 from .when import relative
 from .wording import plural
 
@@ -107,8 +108,14 @@ def print_turns(turns: Sequence[Any], now: datetime, numbers: dict[int, int]) ->
 
 
 def print_sessions(found: Sequence[Any], now: datetime) -> None:
-    """``rheo sessions list``: number, when it started (local time), its last turn (relative:
-    ``today 14:05``, ``3 days ago``), turn count."""
+    """``rheo sessions list``: the lines of `session_lines`, on stdout."""
+    sys.stdout.write("".join(line + "\n" for line in session_lines(found, now)))
+
+
+def session_lines(found: Sequence[Any], now: datetime) -> list[str]:
+    """The sessions table (``rheo sessions list``, the REPL's ``/sessions``): number, when it
+    started (local time), its last turn (relative: ``today 14:05``, ``3 days ago``), turn
+    count; a header line first."""
     rows = [
         [
             f"s{s.number}",
@@ -119,7 +126,7 @@ def print_sessions(found: Sequence[Any], now: datetime) -> None:
         for s in found
     ]
     columns = [Column("session"), Column("started"), Column("last turn"), Column("turns")]
-    print_table(columns, rows)
+    return table_lines(columns, rows)
 
 
 def print_digests(digests: Sequence[Any], now: datetime, numbers: dict[int, int]) -> None:

@@ -34,6 +34,12 @@ def flat(value: str) -> str:
 def print_table(columns: Sequence[Column], rows: Iterable[Sequence[str]]) -> None:
     """Print ``rows`` (one string per column) under a header row on stdout, one line each,
     fitted to the terminal's width (see the module's note); no line ends in spaces."""
+    sys.stdout.write("".join(line + "\n" for line in table_lines(columns, rows)))
+
+
+def table_lines(columns: Sequence[Column], rows: Iterable[Sequence[str]]) -> list[str]:
+    """The lines `print_table` prints (header first), none ending in spaces; each cell as
+    `flat` shows it."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -57,5 +63,4 @@ def print_table(columns: Sequence[Column], rows: Iterable[Sequence[str]]) -> Non
         table.add_row(*(Text(cell) for cell in row))
     with console.capture() as captured:
         console.print(table)
-    lines = [line.rstrip() for line in captured.get().splitlines()]
-    sys.stdout.write("".join(line + "\n" for line in lines))
+    return [line.rstrip() for line in captured.get().splitlines()]

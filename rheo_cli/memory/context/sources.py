@@ -245,6 +245,8 @@ def session_lines(
         conn, profile, session_id, limit=settings.session_turns + 4, before_id=before_turn_id
     )
     turns = [t for t in turns if t.content.strip()][-settings.session_turns :]
+    turns = forked_start(conn, profile, session_id, settings) + turns
+    turns = turns[-settings.session_turns :]
     # Two processes answering at once interleave their turns in the ledger; show each reply
     # right after the question it answers.
     turns = in_reply_order(turns)
@@ -261,11 +263,27 @@ def session_lines(
                 source=f"turn:{turn.id}",
                 rank=10.0 + n,
                 order=(float(n),),
-                why="recent turn of this session",
+                why="recent turn of this session"
+                if turn.session_id == session_id
+                else f"turn of session #{turn.session_id}, which this session was forked from",
                 turn_ids=(turn.id,),
             )
         )
     return lines
+
+
+def forked_start(
+    conn: Connection, profile: str, session_id: int, settings: Settings
+) -> list[ledger.Turn]:
+    """The start of a forked session (``rheo ask --fork N``): the last turns of the session
+    it was forked from (up to ``settings.session_turns``, empty replies left out, oldest
+    first), so its context begins where that one stood; [] for a session that is not a fork
+    or whose origin was purged."""
+    origin = ledger.fork_origin(conn, profile, session_id)
+    if origin is None or origin == session_id:
+        return []
+    turns = ledger.session_turns(conn, profile, origin, limit=settings.session_turns + 4)
+    return [t for t in turns if t.content.strip()][-settings.session_turns :]
 
 
 def previous_end_lines(
@@ -296,6 +314,8 @@ def previous_end_lines(
     covered = digest_store.digested_until(conn, profile, previous.id)
     if covered is not None and not _later(previous.last_turn_at, covered):
         return []
+    if session_id is not None and ledger.fork_origin(conn, profile, session_id) == previous.id:
+        return []  # a fork of it: its turns are already this session's start
     turns = ledger.session_turns(conn, profile, previous.id, limit=settings.session_turns + 4)
     if covered is not None:
         turns = [t for t in turns if _later(t.ts, covered)]

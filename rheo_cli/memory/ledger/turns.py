@@ -293,6 +293,82 @@ def session_turns(
     return [_row_to_turn(r) for r in reversed(rows)]
 
 
+@dataclass(frozen=True)
+class TurnUsage:
+    """What one reply cost: its turn ``id``, ``session_id``, ``ts`` (stored UTC text), the
+    ``model`` that answered (None when unknown), the four token counts (tokens) and
+    ``cost_usd``, the price the provider reported for it (US dollars; Claude Code does),
+    else None."""
+
+    id: int
+    session_id: int
+    ts: str
+    model: str | None
+    usage: Usage
+    cost_usd: float | None
+
+
+def usage_rows(conn: Connection, profile: str, *, since: str | None = None) -> list[TurnUsage]:
+    """The profile's replies that have token usage, oldest first; only those at or after
+    ``since`` (stored UTC text, `timeutil.to_stored`) when given."""
+    sql = (
+        "SELECT id, session_id, ts, model, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_write_tokens, meta FROM turns WHERE profile = ? AND role = 'assistant' "
+        "AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL)"
+    )
+    args: list[Any] = [profile]
+    if since is not None:
+        sql += " AND ts >= ?"
+        args.append(since)
+    rows = conn.execute(sql + " ORDER BY id", args).fetchall()
+    return [_usage_of(r) for r in rows]
+
+
+def _usage_of(row: Row) -> TurnUsage:
+    cost = None
+    if row["meta"] and row["meta"] != "{}":
+        try:
+            found = json.loads(row["meta"]).get("cost_usd")
+        except (ValueError, AttributeError):
+            found = None
+        if isinstance(found, int | float) and not isinstance(found, bool):
+            cost = float(found)
+    return TurnUsage(
+        id=row["id"],
+        session_id=row["session_id"],
+        ts=row["ts"],
+        model=row["model"],
+        usage=Usage(
+            input_tokens=row["input_tokens"] or 0,
+            output_tokens=row["output_tokens"] or 0,
+            cache_read_tokens=row["cache_read_tokens"] or 0,
+            cache_write_tokens=row["cache_write_tokens"] or 0,
+        ),
+        cost_usd=cost,
+    )
+
+
+FORK_OF = "fork_of"
+"""The meta key, on a session's first turn, naming the session (its id) it was forked from:
+its turns are the start of the fork's context (`fork_origin`)."""
+
+
+def fork_origin(conn: Connection, profile: str, session_id: int) -> int | None:
+    """The id of the session ``session_id`` was forked from (``rheo ask --fork``): the
+    `FORK_OF` key of its first turn's meta; None when it was not forked (or has no turn)."""
+    row = conn.execute(
+        "SELECT meta FROM turns WHERE session_id = ? AND profile = ? ORDER BY id LIMIT 1",
+        (session_id, profile),
+    ).fetchone()
+    if row is None or not row["meta"] or row["meta"] == "{}":
+        return None
+    try:
+        origin = json.loads(row["meta"]).get(FORK_OF)
+    except (ValueError, AttributeError):  # a meta that is not a JSON object
+        return None
+    return origin if isinstance(origin, int) and not isinstance(origin, bool) else None
+
+
 def search_turns(
     conn: Connection,
     profile: str,
