@@ -103,7 +103,8 @@ def test_ask_stores_the_turn_through_a_garbled_index(rheo, api, home, monkeypatc
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Noted.\n"
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr  # one note, no "this exchange was not stored"
+    # the repair's note and the request's, no "this exchange was not stored"
+    assert len(lines) == 2 and lines[1] == "rheo: note: memory: stored memory #2", lines
     assert lines[0].startswith("rheo: note: the search index was damaged ("), lines[0]
     assert f"rebuilt {index} from the stored rows" in lines[0], lines[0]
     after = _ledger(home)
