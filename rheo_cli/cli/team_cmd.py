@@ -9,7 +9,7 @@ import typer
 
 from ..app.errors import NotFound
 from ..errors import UsageError
-from ..ui.output import echo, print_json, safe
+from ..ui.output import echo, local, print_json, safe
 from .errors import command
 from .options import Json, Profile
 from .state import runtime_for
@@ -97,6 +97,7 @@ def list_(json_out: Json = False, profile: Profile = None) -> None:
 
     with runtime_for(profile) as rt:
         found = team.logins(rt)
+        now = rt.now()
     if json_out:
         print_json(
             {
@@ -114,4 +115,5 @@ def list_(json_out: Json = False, profile: Profile = None) -> None:
         return
     width = max(len(g.member) for g in found.grants)
     for g in found.grants:
-        echo(f"{safe(g.member):<{width}}  {safe(g.profile):<20} granted {g.granted_at[:16]}")
+        granted = local(str(g.granted_at), now)
+        echo(f"{safe(g.member):<{width}}  {safe(g.profile):<20} granted {granted}")

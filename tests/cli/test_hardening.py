@@ -211,7 +211,7 @@ def test_listing_into_a_closed_pipe_exits_zero(api, home):
 def test_insert_or_replace_cannot_rewrite_the_ledger(rheo, api, home):
     rheo("ask", "keep me")
     conn = sqlite3.connect(home / "rheo.db")  # a plain connection: no recursive triggers
-    with pytest.raises(Integrity, match="append-only"):
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         conn.execute(
             "INSERT OR REPLACE INTO turns(id, profile, session_id, role, content, ts) "
             "SELECT id, profile, session_id, role, 'REWRITTEN', ts FROM turns WHERE id = 1"

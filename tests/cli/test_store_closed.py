@@ -145,6 +145,7 @@ CASES: dict[str, Case] = {
     "import-history": Case(("import-history", "{tmp}/setup.jsonl")),
     # A SQLite store has no logins: refused before anything is opened (exit 2); on
     # PostgreSQL `team list` opens the store for no profile, and closes it.
+    "usage": Case(("usage", "--by", "model")),
     "team list": Case(("team", "list"), exits=(0, 2), opens=False),
     "team grant": Case(("team", "grant", "alice", "acme"), exits=(2,), opens=False),
     "team revoke": Case(("team", "revoke", "alice", "acme"), exits=(2,), opens=False),

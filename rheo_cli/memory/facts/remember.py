@@ -40,7 +40,7 @@ from ..store.api import Connection
 from ..store.db import write
 from ..store.errors import InvalidInput
 from ..store.settings import Settings
-from ..store.timeutil import to_stored
+from ..store.timeutil import display, to_stored
 from . import changes, events
 from .candidates import active_item, on_topic, owner_of_turn, retracted_like
 from .cap import enforce_cap
@@ -354,7 +354,8 @@ def _said_before(
         later,
         ts,
         source_turn_id,
-        cause=f"said before #{later.id} ({later.created_at[:10]}), which stays current: "
+        cause=f"said before #{later.id} ({display(later.created_at, None, with_time=False)}), "
+        f"which stays current: "
         f"{later.content_text()}",
     )
     notes.append(f"said before #{later.id}, which stays current")
