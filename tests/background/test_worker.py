@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -77,7 +78,9 @@ def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, mon
 
 
 def test_only_one_detached_worker_runs_at_a_time(api, home, rheo):
-    route(api, chat=text("ok"), extract=hang(2))
+    # a slow extractor (2 s) that finds nothing: each job holds the lock a while, and is done
+    slow = dataclasses.replace(facts_reply(), delay=2)
+    route(api, chat=text("ok"), extract=slow)
     for n in range(3):
         assert rheo("ask", f"fact number {n}").exit_code == 0  # in-process; RHEO_WORKER=off
     workers = [
