@@ -62,7 +62,9 @@ def test_locomo_recall_on_postgres_is_within_a_point_of_sqlite():
     for budget in map(str, budgets):
         a, b = lite["results"]["rheo"][budget], pg["results"]["rheo"][budget]
         assert a["questions"] == b["questions"] > 100
-        assert abs(a["recall"] - b["recall"]) <= 0.01, (budget, a["recall"], b["recall"])
+        # recall is given to 4 places: a difference of exactly one point is within a point
+        gap = round(abs(a["recall"] - b["recall"]), 4)
+        assert gap <= 0.01, (budget, a["recall"], b["recall"])
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
