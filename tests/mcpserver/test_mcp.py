@@ -324,20 +324,38 @@ def test_without_the_sdk_rheo_mcp_says_how_to_install_it(home: Path, tmp_path: P
     assert "rheo-cli[" not in hint and hint.endswith("[mcp]'")
 
 
+RAW_INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+"""The initialize request a raw client sends first (id 0)."""
+
+
+def run_to_eof(home: Path, lines: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """``rheo mcp`` given ``lines`` on stdin, which then closes; its answers and stderr."""
+    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
+    return subprocess.run(
+        [sys.executable, "-m", "rheo_cli", "mcp"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=timeout,
+    )
+
+
 def raw_session(home: Path, lines: list[str]) -> tuple[list[dict[str, Any]], str]:
     """Send ``lines`` (JSON-RPC text, after initialize) to ``rheo mcp`` as a client would,
     then a ping; return every answer up to the ping's and what the server wrote on stderr."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-    text = [json.dumps(init), json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    text = [json.dumps(RAW_INIT), json.dumps(initialized)]
     text += lines + [json.dumps({"jsonrpc": "2.0", "id": "last", "method": "ping"})]
     env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
     proc = subprocess.Popen(
@@ -416,27 +434,8 @@ def test_what_the_sdk_would_drop_is_answered(home: Path) -> None:
 def test_answers_to_the_last_lines_before_stdin_closes_are_not_lost(home: Path) -> None:
     """stdin closing right after lines rheo answers itself: every answer is written and
     rheo mcp ends cleanly (it used to lose them and die with a traceback)."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-    lines = [json.dumps(init), "not json", "[1, 2]"]
-    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
-    done = subprocess.run(
-        [sys.executable, "-m", "rheo_cli", "mcp"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(REPO),
-        timeout=60,
-    )
+    lines = [json.dumps(RAW_INIT), "not json", "[1, 2]"]
+    done = run_to_eof(home, lines, timeout=60)
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
         (0, None),
@@ -450,16 +449,6 @@ def test_answers_to_the_last_lines_before_stdin_closes_are_not_lost(home: Path) 
 def test_requests_read_before_stdin_closes_are_all_answered(home: Path) -> None:
     """A client that writes its last requests and closes stdin (``printf ... | rheo mcp``)
     gets every answer — a write it asked for is made and answered — before rheo mcp ends."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 0,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
     write = {"category": "fact", "topic": "tea", "label": "Ana likes green tea"}
     calls = [
         ("tools/call", {"name": "write_memory", "arguments": write}),
@@ -467,23 +456,14 @@ def test_requests_read_before_stdin_closes_are_all_answered(home: Path) -> None:
         ("tools/list", {}),
     ]
     lines = [
-        json.dumps(init),
+        json.dumps(RAW_INIT),
         json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ]
     lines += [
         json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params})
         for n, (method, params) in enumerate(calls, start=1)
     ]
-    env = netguard.subprocess_env({**os.environ, "RHEO_HOME": str(home), "RHEO_WORKER": "off"})
-    done = subprocess.run(
-        [sys.executable, "-m", "rheo_cli", "mcp"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(REPO),
-        timeout=120,
-    )
+    done = run_to_eof(home, lines, timeout=120)
     answers = {json.loads(line)["id"]: json.loads(line) for line in done.stdout.splitlines()}
     assert sorted(answers) == [0, 1, 2, 3], done.stdout
     assert "stored memory #1" in json.dumps(answers[1])
