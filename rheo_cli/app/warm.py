@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 LATE_MODULES = (
     "encodings.idna",
+    "rheo_cli.app.events",
     "rheo_cli.app.conversation",
     "rheo_cli.app.tools.chat",
     "rheo_cli.app.worker_process",
@@ -18,6 +19,19 @@ LATE_MODULES = (
     "rheo_cli.ui.output",
     "rheo_cli.ui.wording",
     "rheo_cli.mcpserver.server",
+    # what `rheo mcp` imports once it serves: the transport, anyio's asyncio backend and the
+    # MCP SDK's log handler (rich)
+    "rheo_cli.mcpserver.transport",
+    "rheo_cli.ready",
+    "anyio._backends._asyncio",
+    "anyio.streams.stapled",
+    "rich.logging",
+    "rich.console",
+    # the SQLite store, chosen when a command opens it (`memory.store.choose`)
+    "rheo_cli.memory.store.sqlite",
+    "rheo_cli.memory.store.sqlite.search",
+    "rheo_cli.memory.store.sqlite.purge",
+    "rheo_cli.memory.store.sqlite.backup",
 )
 
 

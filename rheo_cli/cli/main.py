@@ -145,9 +145,13 @@ _COMMAND: Any = None
 
 
 def prepare() -> None:
-    """Build the command tree now rather than at each `run` (typer builds it per call)."""
+    """Build the command tree now rather than at each `run` (typer builds it per call), and
+    import what running a command imports late (a process that forks commands: the resident)."""
     global _COMMAND
+    import typer._click.decorators  # noqa: F401 - imported by click at the first invocation
     import typer.main
+
+    from . import completion_setup  # noqa: F401 - the group's help and completion options
 
     _COMMAND = typer.main.get_command(app)
 

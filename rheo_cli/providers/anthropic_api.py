@@ -68,6 +68,12 @@ _WARM_EVENTS = (
 )  # fmt: skip
 
 
+_WARMED: list[Any] = []
+"""Classes `warm` made the SDK build (pydantic's parametrised generics such as
+``ParsedMessage[ResponseFormatT]``), held here: pydantic caches them weakly, so a class no one
+holds is gone again before the first request and built anew in every forked request."""
+
+
 def warm() -> None:
     """Prepare this process to fork requests that call Claude (the resident does): import
     the SDK, build the TLS context once, and stream one reply from an in-memory transport (no
@@ -101,6 +107,12 @@ def warm() -> None:
                 for _ in stream:
                     pass
                 stream.get_final_message()
+    with contextlib.suppress(Exception):
+        # the stream casts to ``ParsedMessage[ResponseFormatT]`` at every event
+        from anthropic.lib._parse._response import ResponseFormatT
+        from anthropic.types.parsed_message import ParsedMessage
+
+        _WARMED.append(ParsedMessage[ResponseFormatT])  # type: ignore[valid-type]
 
 
 def _cert_settings() -> tuple[str, str]:

@@ -19,9 +19,12 @@ import os
 import signal
 import socket
 import sys
-from typing import Any
 
-from . import launch, protocol
+from . import protocol
+
+TYPE_CHECKING = False  # as `typing.TYPE_CHECKING`, without importing `typing` (~10 ms)
+if TYPE_CHECKING:
+    from typing import Any
 
 OFF_WORDS = {"0", "off", "false", "no"}
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -37,6 +40,7 @@ def start_later(rheo_home: str) -> None:
     (`rheo_cli.ready.reached`), not before: a command that fails would leave a resident
     behind for nothing."""
     from .. import ready
+    from . import launch
 
     def start() -> None:
         launch.start(rheo_home)
