@@ -435,6 +435,8 @@ class Recorded:
     query: str = ""
     raw: bytes = b""
     reply: Reply | None = None
+    connected_at: float = 0.0
+    """``time.monotonic()`` when the server accepted the connection the request came on."""
 
     @property
     def api_key(self) -> str | None:
@@ -769,6 +771,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        self.connected_at = time.monotonic()
         self.server.fake._track(self.connection, add=True)
 
     def finish(self) -> None:
@@ -829,6 +832,7 @@ class _Handler(BaseHTTPRequestHandler):
             received_at=time.monotonic(),
             query=split.query,
             raw=raw,
+            connected_at=self.connected_at,
         )
         if self.command == "POST" and split.path == MESSAGES_PATH:
             rec.reply = fake._choose_reply(rec)

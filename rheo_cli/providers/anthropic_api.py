@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
+from . import preconnect
 from .base import (
     ChatRequest,
     Event,
@@ -120,13 +121,18 @@ def _cert_settings() -> tuple[str, str]:
 
 
 def _http_client() -> Any:
-    """An SDK HTTP client over the TLS context `warm` prepared; None (the SDK builds its
-    own) without one, or when ``SSL_CERT_FILE``/``SSL_CERT_DIR`` now name other CAs."""
-    if _TLS is None or _cert_settings() != _TLS_FOR:
+    """An SDK HTTP client over the TLS context `warm` prepared (unless ``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` now name other CAs) that connects through the connection the resident
+    handed this process, if any (`preconnect`); None (the SDK builds its own) when there is
+    neither."""
+    tls = _TLS if _TLS is not None and _cert_settings() == _TLS_FOR else None
+    if tls is None and not preconnect.HANDED:
         return None
     import anthropic
 
-    return anthropic.DefaultHttpxClient(verify=_TLS)
+    client = anthropic.DefaultHttpxClient(verify=tls) if tls else anthropic.DefaultHttpxClient()
+    preconnect.install(client)
+    return client
 
 
 def has_credentials(environ: dict[str, str] | None = None) -> bool:

@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+from ..providers import preconnect
 from . import protocol
 
 IDLE_S = 15 * 60.0
@@ -115,6 +116,8 @@ class Resident:
         self.pending: dict[int, Pending] = {}
         self.drain_until: float | None = None
         self.stop_asked = False
+        self.stock = preconnect.Stock()
+        """The API connection prepared for the next question (`preconnect`)."""
 
     def retire(self) -> None:
         """Stop listening (the socket file goes if it is still ours) and start draining:
@@ -124,6 +127,7 @@ class Resident:
         for pending in list(self.pending.values()):
             pending.close()
         self.pending.clear()
+        self.stock.close()
         if self.drain_until is None:
             self.drain_until = time.monotonic() + DRAIN_S
             mark(self.lock, "stopping")
@@ -176,15 +180,19 @@ class Resident:
             self.drain()
             self.reap()
             self.drop_late()
+            self.stock.expire()
             waiting: list[Any] = [self.sock] if self.sock is not None else []
             waiting += [p.conn for p in self.pending.values()]
-            if not waiting:
+            connecting = self.stock.waiting()
+            if not waiting and not connecting:
                 time.sleep(0.5)
                 continue
             try:
-                readable, _, _ = select.select(waiting, [], [], 1.0)
+                readable, writable, _ = select.select(waiting, connecting, [], 1.0)
             except (InterruptedError, OSError, ValueError):  # retired meanwhile (SIGTERM)
                 continue
+            for connected in writable:
+                self.stock.done(connected)
             for ready in readable:
                 if self.sock is not None and ready is self.sock:
                     self.accept()
@@ -264,7 +272,15 @@ class Resident:
             conn.close()
 
     def fork(self, conn: socket.socket, fds: list[int], message: dict[str, Any]) -> None:
-        """Run ``message`` in a child forked from this warm process."""
+        """Run ``message`` in a child forked from this warm process, handing it the API
+        connection prepared for its question (`preconnect`) and preparing the next one."""
+        env, argv = message.get("env"), message.get("argv")
+        origin = (
+            preconnect.origin_of(env, [str(a) for a in argv])
+            if isinstance(env, dict) and isinstance(argv, list)
+            else None
+        )
+        ready = self.stock.take(origin) if origin is not None else None
         pid = os.fork()
         if pid == 0:
             from . import child
@@ -273,7 +289,14 @@ class Resident:
                 os.close(self.lock)  # the lock is the server's alone
             for other in self.pending.values():
                 other.close()  # other clients' connections are the server's too
+            self.stock.close()  # the server's, but for the one this request was handed
+            if origin is not None and ready is not None:
+                preconnect.hand(origin, ready)
             child.run(conn, fds, message, self.sock)  # never returns
+        if ready is not None:
+            ready.close()  # the request's now
+        if origin is not None:
+            self.stock.want(origin)
         self.children[pid] = "request"
         self.served += 1
 

@@ -1,0 +1,255 @@
+"""Connections opened ahead of the request: the resident keeps one TCP connection to the
+model's API ready (`Stock`), and the process it forks for the next question takes it (`hand`),
+so that question's request does not wait for a DNS lookup and a TCP handshake. Standard
+library only on the resident's side; the request's side plugs into the SDK's HTTP pool
+(`install`).
+
+Only plain TCP is prepared: TLS, when the URL is ``https``, is negotiated by the request's own
+process over the connection it was handed (a TLS session must not be shared between
+processes). A connection is handed out once, only while the peer has not closed it and at most
+`STOCK_MAX_S` after it was opened; anything unusable is closed and the request connects as it
+always did. Never under a proxy (``HTTPS_PROXY`` and friends): the SDK then connects to the
+proxy, which rheo leaves alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import socket
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+ANTHROPIC_URL = "https://api.anthropic.com"
+STOCK_MAX_S = 50.0
+"""How long a prepared connection is handed out after it was opened (seconds): APIs close
+idle keep-alive connections after about a minute."""
+CONNECT_TIMEOUT_S = 5.0
+"""How long the resident waits for a connection it prepares (seconds)."""
+RESTOCK_FOR_S = 300.0
+"""For how long after its last question an origin's connection is renewed when it expires."""
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+
+Origin = tuple[str, int]
+"""Host and port a request's process will connect to."""
+
+
+def origin_of(environ: Mapping[str, str], argv: list[str]) -> Origin | None:
+    """The origin a request for ``argv`` with ``environ`` will reach when it asks Claude
+    through the API: ``ANTHROPIC_BASE_URL``'s host and port, else api.anthropic.com:443;
+    None when it will not (``rheo mcp`` and the like, no API key or token, a proxy set, a URL
+    rheo cannot read). ``argv`` empty: a question piped to ``rheo``."""
+    if argv and "ask" not in argv[:4]:
+        return None
+    if not (
+        environ.get("ANTHROPIC_API_KEY", "").strip()
+        or environ.get("ANTHROPIC_AUTH_TOKEN", "").strip()
+    ):
+        return None
+    if any(environ.get(name) or environ.get(name.lower()) for name in PROXY_VARIABLES):
+        return None
+    raw = environ.get("ANTHROPIC_BASE_URL", "").strip() or ANTHROPIC_URL
+    try:
+        parts = urlsplit(raw)
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def alive(sock: socket.socket) -> bool:
+    """Whether ``sock`` is connected with nothing to read: the peer has not closed it and has
+    sent nothing (a server sends nothing before the request)."""
+    try:
+        sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except (BlockingIOError, InterruptedError):
+        return True
+    except OSError:
+        return False
+    return False  # b"": closed by the peer; data: not a fresh HTTP connection
+
+
+@dataclass
+class _Ready:
+    sock: socket.socket
+    opened: float
+
+
+@dataclass
+class Stock:
+    """The resident's prepared connections, at most one per origin. Its loop calls
+    `waiting` (sockets whose connect is in progress: wait for them to be writable), `done`
+    when one is, `expire` now and then, `take` when forking a request, and `want` after."""
+
+    ready: dict[Origin, _Ready] = field(default_factory=dict)
+    connecting: dict[Origin, tuple[socket.socket, float]] = field(default_factory=dict)
+    asked: dict[Origin, float] = field(default_factory=dict)
+
+    def want(self, origin: Origin, now: float | None = None) -> None:
+        """Start preparing a connection to ``origin`` (a question for it was just forked)
+        unless one is ready or under way. Never raises; never blocks but for the name's
+        lookup (the system's resolver, cached)."""
+        now = time.monotonic() if now is None else now
+        self.asked[origin] = now
+        self._connect(origin, now)
+
+    def _connect(self, origin: Origin, now: float) -> None:
+        if origin in self.ready or origin in self.connecting:
+            return
+        with contextlib.suppress(OSError, UnicodeError):
+            host, port = origin
+            family, kind, proto, _, address = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )[0]
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            code = sock.connect_ex(address)
+            if code in (0, errno.EINPROGRESS):
+                self.connecting[origin] = (sock, now)
+            else:
+                sock.close()
+
+    def waiting(self) -> list[socket.socket]:
+        """The sockets still connecting."""
+        return [sock for sock, _ in self.connecting.values()]
+
+    def done(self, sock: socket.socket, now: float | None = None) -> None:
+        """``sock`` (one of `waiting`) became writable: ready when it connected."""
+        now = time.monotonic() if now is None else now
+        for origin, (candidate, _) in list(self.connecting.items()):
+            if candidate is sock:
+                del self.connecting[origin]
+                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                    sock.setblocking(True)
+                    self.ready[origin] = _Ready(sock, now)
+                else:
+                    sock.close()
+
+    def expire(self, now: float | None = None) -> None:
+        """Close connections too old to hand out, or closed by their peer, and connects that
+        took too long; renew those of origins asked for within `RESTOCK_FOR_S`."""
+        now = time.monotonic() if now is None else now
+        for origin, (sock, started) in list(self.connecting.items()):
+            if now - started > CONNECT_TIMEOUT_S:
+                del self.connecting[origin]
+                sock.close()
+        for origin, entry in list(self.ready.items()):
+            if now - entry.opened > STOCK_MAX_S or not alive(entry.sock):
+                del self.ready[origin]
+                entry.sock.close()
+                if now - self.asked.get(origin, -RESTOCK_FOR_S) < RESTOCK_FOR_S:
+                    self._connect(origin, now)
+
+    def take(self, origin: Origin, now: float | None = None) -> socket.socket | None:
+        """The connection ready for ``origin``, no longer the stock's (the caller closes it
+        once it was handed to the forked request); None when there is none usable."""
+        now = time.monotonic() if now is None else now
+        entry = self.ready.pop(origin, None)
+        if entry is None:
+            return None
+        if now - entry.opened > STOCK_MAX_S or not alive(entry.sock):
+            entry.sock.close()
+            return None
+        return entry.sock
+
+    def close(self) -> None:
+        """Close every connection (the resident is stopping)."""
+        for entry in self.ready.values():
+            entry.sock.close()
+        for sock, _ in self.connecting.values():
+            sock.close()
+        self.ready.clear()
+        self.connecting.clear()
+
+
+HANDED: dict[Origin, socket.socket] = {}
+"""In a request's process: the connection the resident prepared, by origin, until the SDK's
+pool takes it (`Backend.connect_tcp`)."""
+
+
+def hand(origin: Origin, sock: socket.socket) -> None:
+    """Give this process (a request forked from the resident) the connection ``sock`` to
+    ``origin`` for its first connect there."""
+    old = HANDED.pop(origin, None)
+    if old is not None:
+        old.close()
+    HANDED[origin] = sock
+
+
+def take_handed(host: str, port: int) -> socket.socket | None:
+    """The handed connection to ``host``:``port`` while it is still usable (once); None."""
+    sock = HANDED.pop((host, port), None)
+    if sock is None:
+        return None
+    if not alive(sock):
+        sock.close()
+        return None
+    return sock
+
+
+def install(http_client: Any) -> bool:
+    """Make ``http_client`` (the SDK's httpx client) connect through a handed connection
+    first: its pool's network backend is wrapped so that a connect to a handed origin takes
+    that socket. True when installed; False (nothing changed) when the client is not built
+    as this version of the SDK builds it, or nothing was handed."""
+    if not HANDED:
+        return False
+    try:
+        pool = http_client._transport._pool
+        inner = pool._network_backend
+        pool._network_backend = _backend(inner)
+    except Exception:  # noqa: BLE001 - another SDK layout: connect as always
+        return False
+    return True
+
+
+def _backend(inner: Any) -> Any:
+    """A network backend that connects through `HANDED` first, else through ``inner``."""
+    from httpcore2._backends.sync import SyncStream
+
+    class Backend(type(inner)):  # type: ignore[misc]
+        def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[Any] | None = None,
+        ) -> Any:
+            sock = None if local_address else take_handed(host, port)
+            if sock is None:
+                return inner.connect_tcp(host, port, timeout, local_address, socket_options)
+            for option in socket_options or ():
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(*option)
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return SyncStream(sock)
+
+    return Backend()
+
+
+def close_handed() -> None:
+    """Close what this process was handed and did not use."""
+    for sock in HANDED.values():
+        with contextlib.suppress(OSError):
+            sock.close()
+    HANDED.clear()
+
+
+__all__ = [
+    "HANDED",
+    "Origin",
+    "Stock",
+    "alive",
+    "close_handed",
+    "hand",
+    "install",
+    "origin_of",
+    "take_handed",
+]
