@@ -15,7 +15,8 @@ proxy, which rheo leaves alone.
 from __future__ import annotations
 
 import contextlib
-import errno
+import os
+import signal
 import socket
 import time
 from collections.abc import Iterable, Mapping
@@ -32,6 +33,8 @@ CONNECT_TIMEOUT_S = 5.0
 RESTOCK_FOR_S = 300.0
 """For how long after its last question an origin's connection is renewed when it expires."""
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
+MAX_FD = 65536
+"""Descriptors above this are not closed by a connector (rheo opens far fewer)."""
 
 Origin = tuple[str, int]
 """Host and port a request's process will connect to."""
@@ -81,67 +84,102 @@ class _Ready:
 
 
 @dataclass
+class _Connecting:
+    sock: socket.socket
+    started: float
+    pid: int
+
+
+def connector(origin: Origin, channel: socket.socket) -> None:
+    """A connector process's whole life (forked by `Stock`; ends with ``os._exit``): close
+    every descriptor it inherited but ``channel``, connect to ``origin`` (the name's lookup
+    and the TCP handshake, up to `CONNECT_TIMEOUT_S`) and send the connected socket back on
+    ``channel``. A process of its own, because a lookup can take seconds and the resident's
+    loop must not wait for it, and a thread would make forking requests unsafe."""
+    try:
+        keep = channel.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, MAX_FD)
+        connection = socket.create_connection(origin, timeout=CONNECT_TIMEOUT_S)
+        socket.send_fds(channel, [b"1"], [connection.fileno()])
+    finally:
+        os._exit(0)
+
+
+def _reap(pid: int) -> None:
+    """Collect the ended connector ``pid`` (the resident's loop may have done it already)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+@dataclass
 class Stock:
     """The resident's prepared connections, at most one per origin. Its loop calls
     `waiting` (sockets whose connect is in progress: wait for them to be writable), `done`
     when one is, `expire` now and then, `take` when forking a request, and `want` after."""
 
     ready: dict[Origin, _Ready] = field(default_factory=dict)
-    connecting: dict[Origin, tuple[socket.socket, float]] = field(default_factory=dict)
+    connecting: dict[Origin, _Connecting] = field(default_factory=dict)
     asked: dict[Origin, float] = field(default_factory=dict)
 
     def want(self, origin: Origin, now: float | None = None) -> None:
         """Start preparing a connection to ``origin`` (a question for it was just forked)
-        unless one is ready or under way. Never raises; never blocks but for the name's
-        lookup (the system's resolver, cached)."""
+        unless one is ready or under way. Never raises, never waits: a connector process
+        looks the name up and connects."""
         now = time.monotonic() if now is None else now
         self.asked[origin] = now
         self._connect(origin, now)
 
     def _connect(self, origin: Origin, now: float) -> None:
+        """Start a connector process for ``origin`` (see `connector`)."""
         if origin in self.ready or origin in self.connecting:
             return
-        with contextlib.suppress(OSError, UnicodeError):
-            host, port = origin
-            family, kind, proto, _, address = socket.getaddrinfo(
-                host, port, type=socket.SOCK_STREAM
-            )[0]
-            sock = socket.socket(family, kind, proto)
-            sock.setblocking(False)
-            code = sock.connect_ex(address)
-            if code in (0, errno.EINPROGRESS):
-                self.connecting[origin] = (sock, now)
-            else:
-                sock.close()
+        with contextlib.suppress(OSError):
+            ours, theirs = socket.socketpair()
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the connector's life ends in os._exit
+                connector(origin, theirs)
+            theirs.close()
+            self.connecting[origin] = _Connecting(ours, now, pid)
 
     def waiting(self) -> list[socket.socket]:
-        """The sockets still connecting."""
-        return [sock for sock, _ in self.connecting.values()]
+        """The connectors' sockets: each becomes readable once its connection came (or its
+        connector gave up)."""
+        return [entry.sock for entry in self.connecting.values()]
 
     def done(self, sock: socket.socket, now: float | None = None) -> None:
-        """``sock`` (one of `waiting`) became writable: ready when it connected."""
+        """``sock`` (one of `waiting`) became readable: take the connection it brings."""
         now = time.monotonic() if now is None else now
-        for origin, (candidate, _) in list(self.connecting.items()):
-            if candidate is sock:
-                del self.connecting[origin]
-                if sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
-                    sock.setblocking(True)
-                    self.ready[origin] = _Ready(sock, now)
-                else:
-                    sock.close()
+        for origin, entry in list(self.connecting.items()):
+            if entry.sock is not sock:
+                continue
+            del self.connecting[origin]
+            fds: list[int] = []
+            with contextlib.suppress(OSError):
+                _, fds, _, _ = socket.recv_fds(sock, 1, 1)
+            sock.close()
+            _reap(entry.pid)
+            if fds:
+                connection = socket.socket(fileno=fds[0])
+                connection.setblocking(True)
+                self.ready[origin] = _Ready(connection, now)
 
     def expire(self, now: float | None = None) -> None:
-        """Close connections too old to hand out, or closed by their peer, and connects that
-        took too long; renew those of origins asked for within `RESTOCK_FOR_S`."""
+        """Close connections too old to hand out, or closed by their peer, and end connectors
+        that took too long; renew the connections of origins asked for within
+        `RESTOCK_FOR_S`."""
         now = time.monotonic() if now is None else now
-        for origin, (sock, started) in list(self.connecting.items()):
-            if now - started > CONNECT_TIMEOUT_S:
+        for origin, entry in list(self.connecting.items()):
+            if now - entry.started > CONNECT_TIMEOUT_S + 1:
                 del self.connecting[origin]
-                sock.close()
-        for origin, entry in list(self.ready.items()):
-            if now - entry.opened > STOCK_MAX_S or not alive(entry.sock):
-                del self.ready[origin]
                 entry.sock.close()
+                with contextlib.suppress(OSError):
+                    os.kill(entry.pid, signal.SIGKILL)
+                _reap(entry.pid)
+        for origin, ready in list(self.ready.items()):
+            if now - ready.opened > STOCK_MAX_S or not alive(ready.sock):
+                del self.ready[origin]
+                ready.sock.close()
                 if now - self.asked.get(origin, -RESTOCK_FOR_S) < RESTOCK_FOR_S:
                     self._connect(origin, now)
 
@@ -159,10 +197,10 @@ class Stock:
 
     def close(self) -> None:
         """Close every connection (the resident is stopping)."""
-        for entry in self.ready.values():
-            entry.sock.close()
-        for sock, _ in self.connecting.values():
-            sock.close()
+        for ready in self.ready.values():
+            ready.sock.close()
+        for connecting in self.connecting.values():
+            connecting.sock.close()
         self.ready.clear()
         self.connecting.clear()
 

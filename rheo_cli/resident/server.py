@@ -188,12 +188,13 @@ class Resident:
                 time.sleep(0.5)
                 continue
             try:
-                readable, writable, _ = select.select(waiting, connecting, [], 1.0)
+                readable, _, _ = select.select(waiting + connecting, [], [], 1.0)
             except (InterruptedError, OSError, ValueError):  # retired meanwhile (SIGTERM)
                 continue
-            for connected in writable:
-                self.stock.done(connected)
             for ready in readable:
+                if ready in connecting:
+                    self.stock.done(ready)
+                    continue
                 if self.sock is not None and ready is self.sock:
                     self.accept()
                 elif ready.fileno() in self.pending:

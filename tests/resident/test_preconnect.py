@@ -4,11 +4,15 @@ meanwhile is never handed out."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
 import threading
 import time
 
 from fakeapi import text
+from helpers import alive
 
 from rheo_cli.providers import preconnect
 
@@ -67,8 +71,8 @@ def settle(stock: preconnect.Stock, deadline_s: float = 5.0) -> None:
 
     end = time.monotonic() + deadline_s
     while stock.waiting() and time.monotonic() < end:
-        _, writable, _ = select.select([], stock.waiting(), [], 0.2)
-        for sock in writable:
+        readable, _, _ = select.select(stock.waiting(), [], [], 0.2)
+        for sock in readable:
             stock.done(sock)
 
 
@@ -111,6 +115,32 @@ def test_expired_connections_are_renewed_only_for_origins_asked_for_lately():
     stock.expire(now=preconnect.RESTOCK_FOR_S + 1)  # no question for five minutes: dropped
     assert origin not in stock.connecting and origin not in stock.ready
     stock.close()
+
+
+def test_a_connector_that_cannot_connect_gives_up_and_is_gone():
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()  # nothing listens there now
+    stock = preconnect.Stock()
+    stock.want(("127.0.0.1", port))
+    (entry,) = stock.connecting.values()
+    settle(stock)
+    assert stock.ready == {} and stock.connecting == {}
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(entry.pid, 0)
+    assert not alive(entry.pid)
+
+
+def test_a_connector_that_hangs_is_ended_after_the_connect_timeout():
+    stock = preconnect.Stock()
+    stock.want(("127.0.0.1", 9), now=0.0)
+    (entry,) = stock.connecting.values()
+    os.kill(entry.pid, signal.SIGSTOP)  # as if the name's lookup never came back
+    stock.expire(now=preconnect.CONNECT_TIMEOUT_S + 2)
+    assert stock.connecting == {}
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(entry.pid, 0)
+    assert not alive(entry.pid)
 
 
 def test_which_requests_get_a_connection():
