@@ -5,9 +5,10 @@ termination signals to the process that runs it, and exit with its status.
 
 `run` returns None whenever the command should run in this process instead: the resident
 is off (``RHEO_RESIDENT=0``, ``[resident] mode = "off"``), not running (it is started for the
-next command once this one got past its own checks: `rheo_cli.ready`, so an ask that fails
-for want of a provider, a readable config.toml or right arguments starts none), stale, of
-another build, or unreachable. Once the resident has taken the
+next command once this one got past its own checks: the caller's ``later``, which
+``entry.py`` makes `rheo_cli.ready`'s, so an ask that fails for want of a provider, a
+readable config.toml or right arguments starts none), stale, of another build, or
+unreachable. Once the resident has taken the
 request, falling back would store the question twice, so a resident that dies mid-answer
 ends the command with one line and status 1.
 """
@@ -19,6 +20,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from . import launch, protocol
@@ -32,16 +34,20 @@ itself; the request's process goes on only once the client said so (``{"go": tru
 the command never runs twice."""
 
 
-def start_later(rheo_home: str) -> None:
+Later = Callable[[Callable[[], None]], None]
+"""What runs a callback once the in-process command got past its own checks
+(`rheo_cli.ready.when_reached`)."""
+
+
+def start_later(rheo_home: str, later: Later) -> None:
     """Start a resident for ``rheo_home`` once the in-process command is past its own checks
-    (`rheo_cli.ready.reached`), not before: a command that fails would leave a resident
-    behind for nothing."""
-    from .. import ready
+    (``later``), not before: a command that fails would leave a resident behind for
+    nothing."""
 
     def start() -> None:
         launch.start(rheo_home)
 
-    ready.when_reached(start)
+    later(start)
 
 
 def enabled(environ: Any, rheo_home: str) -> bool:
@@ -126,17 +132,18 @@ def _streams_open() -> bool:
     return True
 
 
-def run(argv: list[str]) -> int | None:
+def run(argv: list[str], later: Later) -> int | None:
     """Run ``rheo ARGV`` in the resident and return its exit status; None: run it here
-    (see the module's docstring). Never raises but for KeyboardInterrupt before the
-    request left."""
+    (see the module's docstring; ``later`` starts a resident for the next command once this
+    one got past its checks). Never raises but for KeyboardInterrupt before the request
+    left."""
     rheo_home = protocol.home()
     if not enabled(os.environ, rheo_home) or not _streams_open():
         return None
     try:
         sock = connect(rheo_home)
     except (FileNotFoundError, ConnectionRefusedError):
-        start_later(rheo_home)
+        start_later(rheo_home, later)
         return None
     except OSError:
         return None
@@ -148,7 +155,7 @@ def run(argv: list[str]) -> int | None:
             first = reader.next()
             if first is None or "pid" not in first:
                 if first is not None and "mismatch" in first:
-                    start_later(rheo_home)  # the old one retires; a new one serves the next
+                    start_later(rheo_home, later)  # the old one retires; a new one serves the next
                 return None
             sock.sendall(protocol.encode({"go": True}))  # from now on it is the resident's
             sock.settimeout(None)

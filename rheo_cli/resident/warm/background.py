@@ -15,8 +15,8 @@ import signal
 import sys
 import time
 
-from ..background import worker
-from . import protocol
+from ...background import worker
+from .. import protocol
 
 WAKE_MAX_S = 300.0
 """Longest sleep (seconds) between looks at the close time: a later turn moves it."""
@@ -54,7 +54,7 @@ def after_request(rheo_home: str) -> None:
     os.environ["RHEO_PROFILE"] = profile
     if provider:
         os.environ["RHEO_PROVIDER"] = provider
-    from ..app.worker_process import run_worker
+    from ...app.worker_process import run_worker
 
     with contextlib.suppress(Exception):
         run_worker()
@@ -80,7 +80,7 @@ def _watch_lock(rheo_home: str, profile: str) -> int | None:
 def seconds_to_close() -> float | None:
     """Seconds until the profile's newest undigested session closes (negative: it has);
     None when none waits, or when ``RHEO_NOW`` pins the clock (time does not pass)."""
-    from ..app import app as app_mod
+    from ...app import app as app_mod
 
     if os.environ.get("RHEO_NOW", "").strip():
         return None
@@ -97,7 +97,7 @@ def watch(rheo_home: str, profile: str) -> None:
     lock = _watch_lock(rheo_home, profile)
     if lock is None:
         return
-    from ..app.worker_process import run_worker
+    from ...app.worker_process import run_worker
 
     try:
         ran_late = False

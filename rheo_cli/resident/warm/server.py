@@ -1,4 +1,4 @@
-"""The resident's listening loop: ``python -m rheo_cli.resident.server RHEO_HOME``.
+"""The resident's listening loop: ``python -m rheo_cli.resident.warm.server RHEO_HOME``.
 
 It takes ``resident.lock`` (another resident holds it: exit at once), imports what
 ``rheo ask`` and ``rheo mcp`` need, listens on ``RHEO_HOME/run/resident.sock`` (0600 in a
@@ -24,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-from . import protocol
+from .. import protocol
 
 IDLE_S = 15 * 60.0
 """Default idle time (seconds) before the resident exits; ``[resident] idle_minutes``."""
@@ -52,9 +52,9 @@ def peer_allowed(conn: socket.socket, uid: int | None = None) -> bool:
 
 def warm() -> None:
     """Import and ready what a request needs, so a forked child starts with it done."""
-    from ..app import warm as app_warm
-    from ..cli import main as cli_main
-    from ..providers import anthropic_api
+    from ...app import warm as app_warm
+    from ...cli import main as cli_main
+    from ...providers import anthropic_api
 
     cli_main.prepare()
     anthropic_api.warm()
@@ -315,7 +315,7 @@ def idle_seconds(rheo_home: str) -> float:
 def main(argv: list[str]) -> int:
     """Run the resident of RHEO_HOME ``argv[0]``; 0 when another one already runs."""
     if len(argv) != 1:
-        sys.stderr.write("usage: python -m rheo_cli.resident.server RHEO_HOME\n")
+        sys.stderr.write("usage: python -m rheo_cli.resident.warm.server RHEO_HOME\n")
         return 2
     rheo_home = argv[0]
     protocol.ensure_run_dir(rheo_home)

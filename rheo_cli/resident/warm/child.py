@@ -16,7 +16,7 @@ import time
 import traceback
 from typing import Any
 
-from . import protocol
+from .. import protocol
 
 GO_TIMEOUT_S = 30.0
 """How long the process waits for the client's word to go on (it answers at once)."""
@@ -73,7 +73,7 @@ def take_on(fds: list[int], message: dict[str, Any]) -> list[str]:
 def run_command() -> int:
     """Run the command line in ``sys.argv`` and return its exit status as the ``rheo``
     process would have exited with."""
-    from ..cli.main import main as cli_main
+    from ...cli.main import main as cli_main
 
     try:
         cli_main()
