@@ -1,7 +1,9 @@
 """The thin side of ``rheo ask`` and ``rheo mcp``, standard library only: hand the command
 to the resident (arguments, environment, working folder and the terminal's own stdin,
 stdout and stderr, so output, colours and pipes behave as in-process), forward Ctrl-C and
-termination signals to the process that runs it, and exit with its status.
+termination signals to the process that runs it, and exit with its status. Besides, what
+every other command uses: `hand_work` (the memory work after a reply, in place of a new
+worker process) and `start_if_enabled` (the REPL and the Telegram bot as they start).
 
 `run` returns None whenever the command should run in this process instead: the resident
 is off (``RHEO_RESIDENT=0``, ``[resident] mode = "off"``), not running (it is started for the
@@ -32,6 +34,9 @@ ANSWER_TIMEOUT_S = 5.0
 """How long the client waits for the resident to take its request before running it
 itself; the request's process goes on only once the client said so (``{"go": true}``), so
 the command never runs twice."""
+WORK_TIMEOUT_S = 2.0
+"""How long a command waits for the resident to take its memory work (`hand_work`) before
+it starts a worker process of its own."""
 
 
 Later = Callable[[Callable[[], None]], None]
@@ -77,6 +82,54 @@ def enabled(environ: Any, rheo_home: str) -> bool:
     return str(mode).strip().lower() not in OFF_WORDS
 
 
+def start_if_enabled(rheo_home: str) -> bool:
+    """Start a resident for ``rheo_home`` when rheo may use one (`enabled`) and none runs or
+    is starting; True when one was started. The REPL and the Telegram bot call it as they
+    start, so that the memory work after their first reply finds it ready. Never raises."""
+    try:
+        return enabled(os.environ, rheo_home) and launch.start(rheo_home)
+    except Exception:  # noqa: BLE001 - without a resident the worker runs as a process
+        return False
+
+
+def _umask() -> int:
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
+
+
+def hand_work(rheo_home: str, env: dict[str, str]) -> bool:
+    """Hand a command's memory work to the resident of ``rheo_home``: one connection, one
+    request line (``op`` ``work``: ``env`` — this process's environment with
+    ``RHEO_PROFILE`` and ``RHEO_PROVIDER`` set as for a worker process —, the working folder,
+    umask and build stamp; no descriptors) and one line back. The resident forks a process
+    that takes on ``env`` for itself alone, runs the queued jobs and then watches the
+    profile's session (digest at its close). True when it took the work; False when none
+    runs there, it does not answer within `WORK_TIMEOUT_S`, or it runs another build (it then
+    retires): the caller starts a worker process instead. Never raises."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with sock:
+            sock.settimeout(WORK_TIMEOUT_S)
+            sock.connect(protocol.socket_path(rheo_home))
+            message = {
+                "op": "work",
+                "env": env,
+                "cwd": cwd,
+                "umask": _umask(),
+                "stamp": protocol.stamp(),
+            }
+            sock.sendall(protocol.encode(message))
+            answer = protocol.LineReader(sock).next()
+    except Exception:  # noqa: BLE001 - none there, too slow, or unreadable: a worker process
+        return False
+    return answer is not None and isinstance(answer.get("working"), int)
+
+
 def _streams() -> list[list[str | None]]:
     """Encoding and error handler of this process's stdin, stdout and stderr."""
     out = []
@@ -91,13 +144,11 @@ def request(argv: list[str]) -> dict[str, Any]:
         cwd: str | None = os.getcwd()
     except OSError:
         cwd = None
-    umask = os.umask(0o077)
-    os.umask(umask)
     return {
         "argv": argv,
         "env": dict(os.environ),
         "cwd": cwd,
-        "umask": umask,
+        "umask": _umask(),
         "stamp": protocol.stamp(),
         "streams": _streams(),
     }

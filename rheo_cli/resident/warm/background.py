@@ -1,10 +1,23 @@
-"""The memory work a resident's request process does once its client has the answer: the
-jobs the turn queued (extraction, the digest of a session the gap closed), run at once in
-this warm process rather than in a new one; then, as the profile's session watcher, sleep
-until the newest session closes (its last turn plus the gap) and write its digest then, so
-the message after a pause finds it ready. One watcher per profile and RHEO_HOME
-(``run/watch-PROFILE.lock``); another request process finds it held and leaves the waiting
-to it (the watcher reads the close time from the store each time it wakes)."""
+"""The memory work the resident does, in a process forked from its warm state rather than in
+a new worker process: the jobs a command queued (extraction right after a reply, the digest of
+a session the gap closed) run at once, with that command's profile and provider; then, as the
+profile's session watcher, the process sleeps until the newest session closes (its last turn
+plus the gap) and writes its digest then, so the message after a pause finds it ready, and
+wakes as well when a job waiting for a retry becomes due (`jobs.next_wake`: a failed
+extraction is retried after its backoff without another command). One watcher per profile and
+RHEO_HOME (``run/watch-PROFILE.lock``); another process finds it held and leaves the waiting
+to it (the watcher reads the close time and the queue from the store each time it wakes).
+
+Two kinds of process get here: a request's (`after_request`, once ``rheo ask`` has its
+answer) and one forked for work another command handed over (`run_handed`: the REPL, the
+Telegram bot, any command whose turn or import queued jobs, through
+`rheo_cli.resident.client.hand_work`).
+
+Decay and caps need no scheduling here: a fact's confidence decays when it is read
+(`memory/facts/decay.py` computes it from its last reinforcement and the clock; nothing is
+written), and the cap on active facts is enforced when a fact is written
+(`memory/facts/cap.py`, from `remember`), so no job is due for them.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +35,7 @@ WAKE_MAX_S = 300.0
 """Longest sleep (seconds) between looks at the close time: a later turn moves it."""
 RETRY_S = 5.0
 """Wait before looking again when the close time passed but the digest is not queued yet
-(the store was busy)."""
+(the store was busy), or a job due is not taken (another runner holds it)."""
 
 
 STOPPING = False
@@ -54,6 +67,26 @@ def after_request(rheo_home: str) -> None:
     os.environ["RHEO_PROFILE"] = profile
     if provider:
         os.environ["RHEO_PROVIDER"] = provider
+    work(rheo_home, profile)
+
+
+def run_handed(rheo_home: str) -> None:
+    """The work a command handed over, in the process forked for it with the command's
+    environment (``RHEO_PROFILE`` and ``RHEO_PROVIDER`` set by the command, as for a worker
+    process): the queued jobs, then the profile's session watcher. Never raises."""
+    profile = os.environ.get("RHEO_PROFILE", "").strip()
+    if profile:
+        work(rheo_home, profile)
+        return
+    with contextlib.suppress(Exception):  # no profile named: the jobs alone
+        from ...app.worker_process import run_worker
+
+        run_worker()
+
+
+def work(rheo_home: str, profile: str) -> None:
+    """Run the worker for ``profile`` (the environment names it and its provider), then
+    `watch` its session. Never raises."""
     from ...app.worker_process import run_worker
 
     with contextlib.suppress(Exception):
@@ -77,23 +110,27 @@ def _watch_lock(rheo_home: str, profile: str) -> int | None:
     return fd
 
 
-def seconds_to_close() -> float | None:
-    """Seconds until the profile's newest undigested session closes (negative: it has);
-    None when none waits, or when ``RHEO_NOW`` pins the clock (time does not pass)."""
+def seconds_to_wake() -> tuple[float | None, float | None]:
+    """Seconds until the profile's newest undigested session closes (None when none waits,
+    or when ``RHEO_NOW`` pins the clock: time does not pass) and until the next queued job
+    may run (None when none is pending or running); negative: it has closed, it may run
+    now."""
     from ...app import app as app_mod
 
-    if os.environ.get("RHEO_NOW", "").strip():
-        return None
     with app_mod.build() as app:
-        close = app.next_session_close()
-        if close is None:
-            return None
-        return (close - app.now()).total_seconds()
+        close_in: float | None = None
+        if not os.environ.get("RHEO_NOW", "").strip():
+            close = app.next_session_close()
+            if close is not None:
+                close_in = (close - app.now()).total_seconds()
+        wake = worker.next_wake(app)
+        return close_in, (None if wake is None else wake - time.time())
 
 
 def watch(rheo_home: str, profile: str) -> None:
-    """Wait for the profile's newest session to close and run the worker then (its pass
-    queues the digest and writes it); end when no session waits for a digest."""
+    """Wait for the profile's newest session to close, or for a queued job to become due,
+    and run the worker then (its pass queues the digest and writes it, or runs the job); end
+    when no session waits for a digest and no job is queued."""
     lock = _watch_lock(rheo_home, profile)
     if lock is None:
         return
@@ -102,9 +139,10 @@ def watch(rheo_home: str, profile: str) -> None:
     try:
         ran_late = False
         while True:
-            wait = seconds_to_close()
-            if wait is None:
+            waits = [w for w in seconds_to_wake() if w is not None]
+            if not waits:
                 return
+            wait = min(waits)
             if wait > 0:
                 time.sleep(min(wait + 0.5, WAKE_MAX_S))
                 ran_late = False

@@ -3,7 +3,9 @@
 It takes ``resident.lock`` (another resident holds it: exit at once), imports what
 ``rheo ask`` and ``rheo mcp`` need, listens on ``RHEO_HOME/run/resident.sock`` (0600 in a
 0700 folder) and forks one `child` per request from the warm process, so each request has
-its own environment, descriptors and signals, and nothing of one reaches the next. Only
+its own environment, descriptors and signals, and nothing of one reaches the next; memory
+work a command hands over (``op`` ``work``: the REPL's, the Telegram bot's, any command's
+but its own requests') gets a forked process of its own the same way. Only
 peers of this user are served (SO_PEERCRED). It exits when it has had no request for the
 idle time and no child (a request, or memory work waiting for a session to close) runs;
 SIGTERM, ``rheo resident stop`` and a client of another build make it retire: stop
@@ -112,6 +114,7 @@ class Resident:
         self.last_used = time.monotonic()
         self.children: dict[int, str] = {}
         self.served = 0
+        self.handed = 0
         self.pending: dict[int, Pending] = {}
         self.drain_until: float | None = None
         self.stop_asked = False
@@ -243,7 +246,8 @@ class Resident:
             self.drop(pending)
 
     def handle(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
-        """Serve one request: forked, ``status`` or ``stop``."""
+        """Serve one request: forked, memory work handed over (forked too), ``status`` or
+        ``stop``."""
         try:
             self.last_used = time.monotonic()
             op = message.get("op")
@@ -255,16 +259,20 @@ class Resident:
             elif message.get("stamp") != self.stamp:
                 conn.sendall(protocol.encode({"mismatch": self.stamp}))
                 self.retire()
-            elif len(fds) == protocol.STREAM_FDS:
-                self.fork(conn, fds, message)
+            elif op == "work" and isinstance(message.get("env"), dict):
+                pid = self.fork(conn, [], message, "work")
+                conn.sendall(protocol.encode({"working": pid}))
+            elif op is None and len(fds) == protocol.STREAM_FDS:
+                self.fork(conn, fds, message, "request")
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             conn.close()
 
-    def fork(self, conn: socket.socket, fds: list[int], message: dict[str, Any]) -> None:
-        """Run ``message`` in a child forked from this warm process."""
+    def fork(self, conn: socket.socket, fds: list[int], message: dict[str, Any], kind: str) -> int:
+        """Run ``message`` in a child forked from this warm process: a ``request`` (the
+        command line, `child.run`) or ``work`` handed over (`child.work`); its pid."""
         pid = os.fork()
         if pid == 0:
             from . import child
@@ -273,9 +281,15 @@ class Resident:
                 os.close(self.lock)  # the lock is the server's alone
             for other in self.pending.values():
                 other.close()  # other clients' connections are the server's too
+            if kind == "work":
+                child.work(conn, message, self.sock)  # never returns
             child.run(conn, fds, message, self.sock)  # never returns
-        self.children[pid] = "request"
-        self.served += 1
+        self.children[pid] = kind
+        if kind == "work":
+            self.handed += 1
+        else:
+            self.served += 1
+        return pid
 
     def status(self) -> dict[str, Any]:
         """What ``rheo resident status`` shows."""
@@ -285,6 +299,8 @@ class Resident:
             "since": self.started,
             "served": self.served,
             "children": len(self.children),
+            "handed": self.handed,
+            "working": sum(1 for kind in self.children.values() if kind == "work"),
             "idle_s": self.idle_s,
             "stamp": self.stamp,
         }
