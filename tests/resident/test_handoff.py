@@ -87,6 +87,8 @@ def test_a_repl_turn_hands_its_memory_work_to_the_resident(resident_on, api, hom
     status = resident_on.status()
     assert status["pid"] == before["pid"] and status["handed"] == before["handed"] + 1
     assert status["served"] == before["served"]  # work, not a command
+    shown = resident_on.run("resident", "status").stdout
+    assert f"memory work handed over, {before['handed'] + 1} so far" in shown, shown
     extracts = [r for r in api.message_requests if kind_of(r) == "extract"]
     assert len(extracts) == 1 and extracts[0].api_key == "test-key"
 
