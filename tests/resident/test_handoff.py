@@ -6,10 +6,12 @@ its retry."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from fakeapi import text
 from helpers import db_rows, facts_reply, kind_of, route
 
 from rheo_cli.background import worker
-from rheo_cli.resident import protocol
+from rheo_cli.resident import launch, protocol
 
 PORTO = {"topic": "city", "label": "Lives in Porto", "confidence": 0.9}
 
@@ -58,6 +60,7 @@ def _labels(home: Path) -> list[str]:
 
 
 def _repl_turn(line: str) -> str:
+    """Run the REPL in this process (as tests/repl do), send ``line``, then Ctrl-D."""
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
@@ -66,7 +69,7 @@ def _repl_turn(line: str) -> str:
 
     out = io.StringIO()
     with create_pipe_input() as pipe:
-        pipe.send_text(line + "\r\x04")
+        pipe.send_text((line + "\r" if line else "") + "\x04")
         rt = runtime.build()
         try:
             run_repl(rt, input=pipe, output=DummyOutput(), out=out, rendered=False)
@@ -188,3 +191,73 @@ def test_the_watcher_wakes_for_a_job_waiting_for_its_retry(api, home, rheo, monk
     assert db_rows(home, "SELECT status FROM jobs")[0]["status"] == "done"
     assert _labels(home) == ["Lives in Porto"]
     assert background.seconds_to_wake() == (None, None)  # nothing left: the watcher ended
+
+
+@contextlib.contextmanager
+def _as_command(resident) -> Iterator[None]:
+    """This process with the environment of a rheo command of the resident's home (the
+    network guard included, for the resident it may start)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(resident.environ(RHEO_RESIDENT="1"))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _started(resident, home: Path) -> int:
+    """The pid of the resident that was started (waited for until it answers)."""
+    held = _wait_for(lambda: launch.holder(str(home)), 30)
+    assert held, "no resident was started"
+    resident.pids.add(held[0])
+    return int(resident.ready()["pid"])
+
+
+def test_the_repl_starts_a_resident_as_it_starts(resident_on, api, home, spawned):
+    with _as_command(resident_on):
+        os.environ["RHEO_RESIDENT"] = "0"
+        _repl_turn("")
+        assert not os.path.exists(protocol.run_dir(str(home)))  # off: none started
+        os.environ["RHEO_RESIDENT"] = "1"
+        _repl_turn("")  # nothing typed: Ctrl-D at once
+    assert _started(resident_on, home)
+
+
+def test_the_telegram_bot_starts_a_resident_as_it_starts(resident_on, api, home, spawned):
+    pytest.importorskip("telegram")
+    import asyncio
+
+    from faketelegram import TOKEN, FakeTelegram
+
+    from rheo_cli.telegram.bot import BotSettings, TelegramBot
+
+    async def serve_until_started(bot: TelegramBot) -> None:
+        task = asyncio.create_task(bot.run())
+        deadline = time.monotonic() + 30
+        while launch.holder(str(home)) is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    with FakeTelegram() as tg, _as_command(resident_on):
+        settings = BotSettings(TOKEN, {4242: "default"}, base_url=tg.base_url, poll_timeout_s=1)
+        bot = TelegramBot(settings, home=home, log=lambda line: None)
+        asyncio.run(serve_until_started(bot))
+    assert _started(resident_on, home)
+
+
+def test_telegram_once_starts_no_resident(resident_on, api, home, spawned, rheo, monkeypatch):
+    pytest.importorskip("telegram")
+    from faketelegram import TOKEN, FakeTelegram
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text('[telegram]\nchats = { "4242" = "default" }\n')
+    with FakeTelegram() as tg:
+        monkeypatch.setenv("RHEO_TELEGRAM_TOKEN", TOKEN)
+        monkeypatch.setenv("RHEO_TELEGRAM_API", tg.base_url)
+        assert rheo("telegram", "--once").exit_code == 0  # cron's one-shot
+    time.sleep(1.5)  # a resident started on the way out would have made its folder by now
+    assert not os.path.exists(protocol.run_dir(str(home)))
