@@ -76,7 +76,7 @@ class Config:
     assistants: dict[str, AssistantConfig] = field(default_factory=dict)
     """``[assistants.NAME]`` tables by name."""
     resident: bool = True
-    """``[resident] mode``: whether ``rheo ask`` and ``rheo mcp`` use the resident rheo (its
+    """``[resident] mode``: whether ``rheo ask``, ``rheo mcp`` and memory work use the resident (its
     thin client reads config.toml itself; this is what ``rheo config show`` reports)."""
     resident_idle_s: float = 15 * 60.0
     """``[resident] idle_minutes`` in seconds."""

@@ -297,7 +297,7 @@ KEYS: tuple[Key, ...] = (
     Key(
         "resident.mode",
         "str",
-        'keep a resident rheo warm for "rheo ask" and "rheo mcp" ("on" or "off")',
+        'keep a resident rheo warm for "rheo ask", "rheo mcp" and memory work ("on" or "off")',
         "on",
         "off",
         env="RHEO_RESIDENT",

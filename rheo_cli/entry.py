@@ -36,10 +36,11 @@ def resident_status(argv: list[str], command: str | None) -> int | None:
     piped = command == "" and sys.stdin is not None and not sys.stdin.isatty()
     if command not in ("ask", "mcp") and not piped:
         return None
+    from . import ready
     from .resident import client
 
     try:
-        return client.run(argv)
+        return client.run(argv, ready.when_reached)
     except KeyboardInterrupt:  # before the request left: nothing was sent or stored
         sys.stderr.write("rheo: interrupted\n")
         return 130

@@ -19,18 +19,19 @@ LAYERS: dict[str, set[str]] = {
     # errors, paths, clock, config, prompts, runtime: the wiring every layer above shares
     "core": {"memory", "providers"},
     "turn": {"memory", "providers", "core"},
-    "background": {"memory", "providers", "core", "turn"},
+    # the worker; its memory work is handed to a running resident (`rheo_cli.resident`)
+    "background": {"memory", "providers", "core", "turn", "resident"},
     # the application layer every front end calls (the memory tools of chat and MCP; backup,
     # export and import through transfer's formats)
-    "app": {"turn", "memory", "providers", "core", "background", "transfer"},
+    "app": {"turn", "memory", "providers", "core", "background", "transfer", "resident"},
     "ui": {"core", "app"},
     # data in and out: every file format rheo reads or writes (its own export, other
     # programs' chat history), one registry; what reaches the store goes through the engine
     "transfer": {"memory", "core"},
     # the memory served to other clients over the Model Context Protocol
-    "mcpserver": {"app", "turn", "memory", "core", "providers", "background"},
-    "repl": {"app", "turn", "memory", "ui", "core", "providers", "background"},
-    "telegram": {"app", "turn", "memory", "ui", "core", "providers", "background"},
+    "mcpserver": {"app", "turn", "memory", "core", "providers", "background", "resident"},
+    "repl": {"app", "turn", "memory", "ui", "core", "providers", "background", "resident"},
+    "telegram": {"app", "turn", "memory", "ui", "core", "providers", "background", "resident"},
     "cli": {
         "app",
         "telegram",
@@ -43,13 +44,19 @@ LAYERS: dict[str, set[str]] = {
         "repl",
         "transfer",
         "mcpserver",
+        "resident",
     },
-    # the resident rheo: its thin client (standard library) and the warm server that runs
-    # the command line for it
-    "resident": {"cli", "app", "core", "background", "providers"},
+    # the resident rheo's thin side (protocol, client, launch, control): standard library
+    # only, so every layer above core may reach the resident through it
+    # (`test_the_thin_resident_imports_only_the_standard_library`)
+    "resident": set(),
+    # the resident's warm side: the server and the processes it forks run the command line
+    # and the memory work
+    "resident.warm": {"cli", "app", "core", "background", "providers", "resident"},
     "entry": {"cli", "core", "providers", "resident"},
 }
-"""A layer is a top-level package of rheo_cli, or ``core`` for its top-level modules."""
+"""A layer is a top-level package of rheo_cli, ``resident.warm`` (the one subpackage that is a
+layer of its own), or ``core`` for its top-level modules."""
 
 SHARED = {"rheo_cli.memory.text.safety"}
 """Engine modules every layer may import: the one text-safety module (redaction, masking,
@@ -67,6 +74,8 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "core"
+    if ".".join(parts[1:3]) in LAYERS:
+        return ".".join(parts[1:3])
     if parts[1] in LAYERS:
         return parts[1]
     if parts[1] in {"entry", "__main__"}:
@@ -75,10 +84,11 @@ def layer_of(module: str) -> str:
 
 
 @cache
-def imports_of(path: Path) -> frozenset[str]:
-    """Absolute names of every module ``path`` imports (relative imports resolved)."""
+def imports_of(path: Path, here: str | None = None) -> frozenset[str]:
+    """Absolute names of every module ``path`` (module ``here``, else its own name) imports
+    (relative imports resolved)."""
     tree = ast.parse(path.read_text())
-    here = module_name(path)
+    here = here or module_name(path)
     package = here if path.name == "__init__.py" else here.rpartition(".")[0]
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -136,6 +146,62 @@ def test_the_shared_modules_import_nothing_of_rheo():
         path = PACKAGE.parent.joinpath(*name.split(".")).with_suffix(".py")
         inner = [n for n in imports_of(path) if n.startswith("rheo_cli")]
         assert not inner, f"{name} imports {inner}"
+
+
+RESIDENT = PACKAGE / "resident"
+WARM = RESIDENT / "warm"
+
+
+def foreign_to_the_thin_resident(path: Path, here: str | None = None) -> list[str]:
+    """What ``path`` (a module of the thin resident: ``here``, else its own name) imports
+    beyond the standard library and the thin resident itself: nothing may, not even the shared
+    text-safety module, so the ``rheo`` command reaches the resident having loaded nothing of
+    rheo."""
+    found = []
+    for name in sorted(imports_of(path, here)):
+        if name.split(".")[0] in _stdlib():
+            continue
+        thin = name == "rheo_cli.resident" or name.startswith("rheo_cli.resident.")
+        if thin and layer_of(name) == "resident":
+            continue
+        found.append(name)
+    return found
+
+
+def test_the_thin_resident_imports_only_the_standard_library():
+    thin = [p for p in RESIDENT.rglob("*.py") if WARM not in p.parents]
+    assert {p.name for p in thin} >= {"protocol.py", "client.py", "launch.py", "control.py"}
+    for path in thin:
+        assert layer_of(module_name(path)) == "resident"
+        found = foreign_to_the_thin_resident(path)
+        assert not found, f"{module_name(path)} imports {found}: standard library only"
+
+
+def test_the_resident_layers_are_told_apart(tmp_path: Path):
+    assert layer_of("rheo_cli.resident") == "resident"
+    assert layer_of("rheo_cli.resident.client") == "resident"
+    assert layer_of("rheo_cli.resident.warm") == "resident.warm"
+    assert layer_of("rheo_cli.resident.warm.server") == "resident.warm"
+    for path in WARM.rglob("*.py"):
+        assert layer_of(module_name(path)) == "resident.warm", path
+    above_core = {"background", "app", "repl", "telegram", "mcpserver", "cli", "entry"}
+    assert {k for k, v in LAYERS.items() if "resident" in v} == above_core | {"resident.warm"}
+    assert not any("resident.warm" in v for v in LAYERS.values()), "nothing imports the warm side"
+    sample = tmp_path / "sample.py"
+    cases = {
+        "from .. import ready\n": ["rheo_cli", "rheo_cli.ready"],
+        "from .warm import server\n": ["rheo_cli.resident.warm", "rheo_cli.resident.warm.server"],
+        "from ..memory.text import safety\n": [
+            "rheo_cli.memory.text",
+            "rheo_cli.memory.text.safety",
+        ],
+        "import anthropic\n": ["anthropic"],
+        "import json\nfrom . import protocol\n": [],
+    }
+    for n, (source, expected) in enumerate(cases.items()):
+        sample.write_text(source)
+        found = foreign_to_the_thin_resident(sample, f"rheo_cli.resident.sample{n}")
+        assert found == expected, source
 
 
 def test_psycopg_is_imported_only_by_the_postgres_store():

@@ -1,6 +1,7 @@
 """Background memory work for a person: the digests of closed sessions and the extraction
 of facts, queued as jobs — run now (``rheo maintain``), listed (``rheo jobs``), or handed to
-the detached worker (the REPL at start).
+the resident rheo or a detached worker (the REPL at start) — and starting the resident (the
+REPL and the Telegram bot as they start).
 
 Every function takes the `App` first and works on its profile. Jobs are the engine's `Job`
 (``kind`` extract, digest or consolidate; ``ref_id`` the assistant turn, the session, or the
@@ -33,6 +34,7 @@ __all__ = [
     "retry_failed",
     "run_pending",
     "start_background",
+    "start_resident",
     "waiting_count",
 ]
 
@@ -105,3 +107,15 @@ def start_background(app: App) -> bool:
 
     kick_background(app)
     return True
+
+
+def start_resident(app: App) -> bool:
+    """Start the resident rheo of this RHEO_HOME when rheo may use one (``RHEO_RESIDENT``,
+    ``[resident] mode``) and none runs or is starting, so that by the first reply it is there
+    and the memory work after each reply is handed to it (`background.worker.kick`) rather
+    than to a new worker process. True when one was started; never raises. The REPL and the
+    Telegram bot call it as they start; one-shot commands do not (``rheo ask`` starts one once
+    it succeeded)."""
+    from ..resident import client
+
+    return client.start_if_enabled(str(app.paths.home))

@@ -1,5 +1,5 @@
-"""Running queued jobs: in a detached process after a reply, or in the foreground for
-``rheo maintain``.
+"""Running queued jobs: after a reply in the resident rheo when one runs (handed to it) or
+else in a detached process, or in the foreground for ``rheo maintain``.
 
 One runner works on the queue at a time per RHEO_HOME and store (an flock on
 ``worker.lock``, taken by the detached worker, by ``rheo maintain`` and by inline runs). A
@@ -383,13 +383,46 @@ def detached_main(
     return 0
 
 
+def next_wake(rt: Services) -> float | None:
+    """When (Unix time) the next job of the profiles a worker of ``rt`` serves may run
+    (`jobs.next_wake`; in the past: now); None when none is pending or running."""
+    return jobs.next_wake(rt.conn, profile=served_profile(rt))
+
+
+def worker_env(rt: Services) -> dict[str, str]:
+    """The environment a worker for ``rt`` runs with: this process's, with RHEO_PROFILE set
+    to this command's profile (``--profile`` included), so on PostgreSQL it opens that
+    profile's tenant, and RHEO_PROVIDER to the provider this command chose (extraction uses
+    it)."""
+    env = dict(os.environ)
+    env["RHEO_PROFILE"] = rt.profile
+    if rt.choice is not None:
+        env["RHEO_PROVIDER"] = rt.choice.kind
+    return env
+
+
+def hand_to_resident(rt: Services) -> bool:
+    """Hand the queued jobs to the resident rheo of this RHEO_HOME when rheo may use one
+    (``RHEO_RESIDENT``, ``[resident] mode``) and one of this build runs: it runs them at once
+    in a process forked from its warm state, with `worker_env` for that process alone, then
+    watches the profile's session (`rheo_cli.resident.client.hand_work`). False when it did
+    not take them (none runs, it did not answer in time, another build: it retires). Never
+    raises."""
+    from ..resident import client
+
+    home = str(rt.paths.home)
+    try:
+        return client.enabled(os.environ, home) and client.hand_work(home, worker_env(rt))
+    except Exception:  # noqa: BLE001 - a worker process does the work instead
+        return False
+
+
 def spawn(rt: Services) -> None:
     """Start a detached worker (its own session, no terminal) and return at once.
 
-    It inherits the environment (RHEO_HOME, RHEO_NOW, the API settings) with RHEO_PROFILE set
-    to this command's profile (``--profile`` included), so on PostgreSQL it opens that
-    profile's tenant; its stderr goes to ``worker.log`` in RHEO_HOME (created here when
-    missing, as it is on PostgreSQL's first use). Raises OSError when it cannot start."""
+    It inherits the environment (RHEO_HOME, RHEO_NOW, the API settings) as `worker_env` sets
+    it; its stderr goes to ``worker.log`` in RHEO_HOME (created here when missing, as it is on
+    PostgreSQL's first use). Raises OSError when it cannot start."""
     from ..memory.store.db import ensure_private_dir
 
     ensure_private_dir(rt.paths.home)
@@ -401,14 +434,10 @@ def spawn(rt: Services) -> None:
         log = open(log_path, "ab")  # noqa: SIM115 - handed to the child
     finally:
         os.umask(old)
-    env = dict(os.environ)
-    env["RHEO_PROFILE"] = rt.profile
-    if rt.choice is not None:  # the worker extracts with the provider this command chose
-        env["RHEO_PROVIDER"] = rt.choice.kind
     with log:
         subprocess.Popen(
             [sys.executable, "-m", "rheo_cli.app.worker_process", "--worker"],
-            env=env,
+            env=worker_env(rt),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -423,9 +452,10 @@ client is answered: ``kick`` then records ``(profile, provider kind)`` instead o
 
 
 def kick(rt: Services) -> None:
-    """Get queued jobs running as ``RHEO_WORKER`` says: ``spawn`` (default, a detached
-    process — or, in a resident's request process, the same process once the client has its
-    answer: `DEFERRED`), ``inline`` (now, in this process), or ``off`` (leave them for
+    """Get queued jobs running as ``RHEO_WORKER`` says: ``spawn`` (default: handed to the
+    resident rheo when one of this build runs, `hand_to_resident`, else a detached process —
+    or, in a resident's request process, the same process once the client has its answer:
+    `DEFERRED`), ``inline`` (now, in this process), or ``off`` (leave them for
     ``rheo maintain``)."""
     mode = os.environ.get("RHEO_WORKER", "spawn").strip().lower() or "spawn"
     if mode == "off":
@@ -436,6 +466,8 @@ def kick(rt: Services) -> None:
     if mode == "inline":
         with worker_lock(rt):
             run_pending(rt, profile=rt.profile)
+        return
+    if hand_to_resident(rt):
         return
     with contextlib.suppress(OSError):
         spawn(rt)

@@ -97,8 +97,9 @@ def run_repl(
     session = make_session(rt, input=input, output=output, completer=completer)
     who = f" · assistant {rt.assistant_name}" if rt.assistant_name else ""
     state.say(f"rheo · profile {rt.profile}{who} · {rt.model} · /help for commands, Ctrl-D to exit")
-    from ..app.jobs import start_background
+    from ..app.jobs import start_background, start_resident
 
+    start_resident(rt)  # by the first reply it runs: the memory work after each goes to it
     start_background(rt)  # a session closed by time while nobody was here: summarise it
     from prompt_toolkit.history import InMemoryHistory
 

@@ -1,13 +1,16 @@
 """The thin side of ``rheo ask`` and ``rheo mcp``, standard library only: hand the command
 to the resident (arguments, environment, working folder and the terminal's own stdin,
 stdout and stderr, so output, colours and pipes behave as in-process), forward Ctrl-C and
-termination signals to the process that runs it, and exit with its status.
+termination signals to the process that runs it, and exit with its status. Besides, what
+every other command uses: `hand_work` (the memory work after a reply, in place of a new
+worker process) and `start_if_enabled` (the REPL and the Telegram bot as they start).
 
 `run` returns None whenever the command should run in this process instead: the resident
 is off (``RHEO_RESIDENT=0``, ``[resident] mode = "off"``), not running (it is started for the
-next command once this one got past its own checks: `rheo_cli.ready`, so an ask that fails
-for want of a provider, a readable config.toml or right arguments starts none), stale, of
-another build, or unreachable. Once the resident has taken the
+next command once this one got past its own checks: the caller's ``later``, which
+``entry.py`` makes `rheo_cli.ready`'s, so an ask that fails for want of a provider, a
+readable config.toml or right arguments starts none), stale, of another build, or
+unreachable. Once the resident has taken the
 request, falling back would store the question twice, so a resident that dies mid-answer
 ends the command with one line and status 1.
 """
@@ -19,6 +22,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 
 from . import protocol
 
@@ -33,19 +37,26 @@ ANSWER_TIMEOUT_S = 5.0
 """How long the client waits for the resident to take its request before running it
 itself; the request's process goes on only once the client said so (``{"go": true}``), so
 the command never runs twice."""
+WORK_TIMEOUT_S = 2.0
+"""How long a command waits for the resident to take its memory work (`hand_work`) before
+it starts a worker process of its own."""
 
 
-def start_later(rheo_home: str) -> None:
+Later = Callable[[Callable[[], None]], None]
+"""What runs a callback once the in-process command got past its own checks
+(`rheo_cli.ready.when_reached`)."""
+
+
+def start_later(rheo_home: str, later: Later) -> None:
     """Start a resident for ``rheo_home`` once the in-process command is past its own checks
-    (`rheo_cli.ready.reached`), not before: a command that fails would leave a resident
-    behind for nothing."""
-    from .. import ready
+    (``later``), not before: a command that fails would leave a resident behind for
+    nothing."""
     from . import launch
 
     def start() -> None:
         launch.start(rheo_home)
 
-    ready.when_reached(start)
+    later(start)
 
 
 def enabled(environ: Any, rheo_home: str) -> bool:
@@ -75,6 +86,56 @@ def enabled(environ: Any, rheo_home: str) -> bool:
     return str(mode).strip().lower() not in OFF_WORDS
 
 
+def start_if_enabled(rheo_home: str) -> bool:
+    """Start a resident for ``rheo_home`` when rheo may use one (`enabled`) and none runs or
+    is starting; True when one was started. The REPL and the Telegram bot call it as they
+    start, so that the memory work after their first reply finds it ready. Never raises."""
+    try:
+        from . import launch
+
+        return enabled(os.environ, rheo_home) and launch.start(rheo_home)
+    except Exception:  # noqa: BLE001 - without a resident the worker runs as a process
+        return False
+
+
+def _umask() -> int:
+    umask = os.umask(0o077)
+    os.umask(umask)
+    return umask
+
+
+def hand_work(rheo_home: str, env: dict[str, str]) -> bool:
+    """Hand a command's memory work to the resident of ``rheo_home``: one connection, one
+    request line (``op`` ``work``: ``env`` — this process's environment with
+    ``RHEO_PROFILE`` and ``RHEO_PROVIDER`` set as for a worker process —, the working folder,
+    umask and build stamp; no descriptors) and one line back. The resident forks a process
+    that takes on ``env`` for itself alone, runs the queued jobs and then watches the
+    profile's session (digest at its close). True when it took the work; False when none
+    runs there, it does not answer within `WORK_TIMEOUT_S`, or it runs another build (it then
+    retires): the caller starts a worker process instead. Never raises."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        with sock:
+            sock.settimeout(WORK_TIMEOUT_S)
+            sock.connect(protocol.socket_path(rheo_home))
+            message = {
+                "op": "work",
+                "env": env,
+                "cwd": cwd,
+                "umask": _umask(),
+                "stamp": protocol.stamp(),
+            }
+            sock.sendall(protocol.encode(message))
+            answer = protocol.LineReader(sock).next()
+    except Exception:  # noqa: BLE001 - none there, too slow, or unreadable: a worker process
+        return False
+    return answer is not None and isinstance(answer.get("working"), int)
+
+
 def _streams() -> list[list[str | None]]:
     """Encoding and error handler of this process's stdin, stdout and stderr."""
     out = []
@@ -89,13 +150,11 @@ def request(argv: list[str]) -> dict[str, Any]:
         cwd: str | None = os.getcwd()
     except OSError:
         cwd = None
-    umask = os.umask(0o077)
-    os.umask(umask)
     return {
         "argv": argv,
         "env": dict(os.environ),
         "cwd": cwd,
-        "umask": umask,
+        "umask": _umask(),
         "stamp": protocol.stamp(),
         "streams": _streams(),
     }
@@ -130,17 +189,18 @@ def _streams_open() -> bool:
     return True
 
 
-def run(argv: list[str]) -> int | None:
+def run(argv: list[str], later: Later) -> int | None:
     """Run ``rheo ARGV`` in the resident and return its exit status; None: run it here
-    (see the module's docstring). Never raises but for KeyboardInterrupt before the
-    request left."""
+    (see the module's docstring; ``later`` starts a resident for the next command once this
+    one got past its checks). Never raises but for KeyboardInterrupt before the request
+    left."""
     rheo_home = protocol.home()
     if not enabled(os.environ, rheo_home) or not _streams_open():
         return None
     try:
         sock = connect(rheo_home)
     except (FileNotFoundError, ConnectionRefusedError):
-        start_later(rheo_home)
+        start_later(rheo_home, later)
         return None
     except OSError:
         return None
@@ -152,7 +212,7 @@ def run(argv: list[str]) -> int | None:
             first = reader.next()
             if first is None or "pid" not in first:
                 if first is not None and "mismatch" in first:
-                    start_later(rheo_home)  # the old one retires; a new one serves the next
+                    start_later(rheo_home, later)  # the old one retires; a new one serves the next
                 return None
             sock.sendall(protocol.encode({"go": True}))  # from now on it is the resident's
             sock.settimeout(None)

@@ -49,7 +49,9 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
     up = time.time() - float(answer.get("since", time.time()))
     return (
         f"resident: running as pid {answer.get('pid')} for {up:.0f} s, "
-        f"{answer.get('served', 0)} requests served, {answer.get('children', 0)} running; "
+        f"{answer.get('served', 0)} requests served, {answer.get('children', 0)} running "
+        f"({answer.get('working', 0)} of them memory work handed over, "
+        f"{answer.get('handed', 0)} so far); "
         f"exits after {float(answer.get('idle_s', 0)) / 60:g} min idle\n"
         f"socket: {protocol.socket_path(rheo_home)}"
     )

@@ -64,7 +64,7 @@ def start(rheo_home: str) -> bool:
             os.umask(old)
         with log:
             subprocess.Popen(
-                [sys.executable, "-m", "rheo_cli.resident.server", rheo_home],
+                [sys.executable, "-m", "rheo_cli.resident.warm.server", rheo_home],
                 env=env,
                 cwd="/",
                 stdin=subprocess.DEVNULL,

@@ -10,6 +10,12 @@ forwards Ctrl-C to it; it runs the command only after the client's ``{"go": true
 client that gave up waiting never sends), ``{"exit": CODE}`` at the end, or
 ``{"mismatch": STAMP}`` when the resident runs another build (it then retires and the
 client runs the command itself).
+
+Memory work is handed over without descriptors: ``{"op": "work", "env": {...}, "cwd": ...,
+"umask": N, "stamp": ...}`` (what a detached worker would have inherited, ``RHEO_PROFILE``
+and ``RHEO_PROVIDER`` set) is answered ``{"working": N}`` once process N was forked to run
+the queued jobs and then watch the profile's session, or ``{"mismatch": STAMP}``. Besides,
+``{"op": "status"}`` and ``{"op": "stop"}``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..app import history
+from ..app import history, jobs
 from ..app.app import App, build
 from ..app.errors import EngineError, NotFound
 from ..app.text import redact
@@ -341,6 +341,8 @@ class TelegramBot:
             ) from None
         except TelegramError as exc:
             raise RheoError(f"cannot reach Telegram: {self.clean(exc)}") from None
+        if not once and self.settings.chats:  # by the first reply it runs, for the work after it
+            jobs.start_resident(self.runtime(next(iter(self.settings.chats.values()))))
         handled = 0
         try:
             await self.catch_up()

@@ -188,7 +188,8 @@ def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, mon
     names = [line.split(":", 1)[0].split(None, 1)[1] for line in lines]
     assert names == ["config", "api key", "permissions", "database", "schema", "tables",
                      "append-only guards", "row-level security", "extensions",
-                     "search indexes", "search speed", "sessions", "jobs"]  # fmt: skip
+                     "search indexes", "search speed", "sessions", "jobs",
+                     "resident"]  # fmt: skip
     assert all(line.startswith("ok ") for line in lines)
     assert "sekrit" not in healthy.stdout + healthy.stderr
     assert "PostgreSQL" in lines[3] and f"version {pg_schema.SCHEMA_VERSION}" in lines[4]

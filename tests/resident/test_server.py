@@ -11,7 +11,8 @@ import time
 from fakeapi import text
 from helpers import alive, db_rows, descendants
 
-from rheo_cli.resident import protocol, server
+from rheo_cli.resident import protocol
+from rheo_cli.resident.warm import server
 
 SLOW = text("one two three four five six seven eight", chunks=8, chunk_delay=0.5)
 

@@ -3,7 +3,9 @@
 Checks: config.toml and the assistants' prompt files, that a chat provider is ready (never
 showing a key), the permissions of rheo's files (0600 files, 0700 folders; the person's own
 assistant prompt files there are not rheo's secrets) — `install` — then the store's own
-(`Store.health`, whichever store it is) and the engine's on it (sessions, jobs) — `store`.
+(`Store.health`, whichever store it is) and the engine's on it (sessions, jobs) — `store` —
+and last the resident rheo's state, its folder and its log's last error — `resident`, which
+never starts one.
 Front ends render the `Diagnosis` `diagnose` returns and choose the exit status.
 """
 
@@ -13,7 +15,7 @@ import os
 
 from ...memory.store.profiles import DEFAULT_PROFILE
 from ...paths import resolve
-from . import install, store
+from . import install, resident, store
 from .checks import Check, Diagnosis
 
 __all__ = ["Check", "Diagnosis", "diagnose"]
@@ -33,4 +35,5 @@ def diagnose(profile: str | None = None, *, repair: bool = False) -> Diagnosis:
     found.checks.append(install.permissions_check(paths.home, setup.own, repair, found.repaired))
     location = setup.location or str(paths.db)
     found.checks += store.checks(location, name, repair, found.repaired, setup.gap_s)
+    found.checks.append(resident.resident_check(paths.home))
     return found

@@ -1,9 +1,11 @@
-"""The resident's listening loop: ``python -m rheo_cli.resident.server RHEO_HOME``.
+"""The resident's listening loop: ``python -m rheo_cli.resident.warm.server RHEO_HOME``.
 
 It takes ``resident.lock`` (another resident holds it: exit at once), imports what
 ``rheo ask`` and ``rheo mcp`` need, listens on ``RHEO_HOME/run/resident.sock`` (0600 in a
 0700 folder) and forks one `child` per request from the warm process, so each request has
-its own environment, descriptors and signals, and nothing of one reaches the next. Only
+its own environment, descriptors and signals, and nothing of one reaches the next; memory
+work a command hands over (``op`` ``work``: the REPL's, the Telegram bot's, any command's
+but its own requests') gets a forked process of its own the same way. Only
 peers of this user are served (SO_PEERCRED). It exits when it has had no request for the
 idle time and no child (a request, or memory work waiting for a session to close) runs;
 SIGTERM, ``rheo resident stop`` and a client of another build make it retire: stop
@@ -24,8 +26,8 @@ import sys
 import time
 from typing import Any
 
-from ..providers import preconnect
-from . import protocol
+from ...providers import preconnect
+from .. import protocol
 
 IDLE_S = 15 * 60.0
 """Default idle time (seconds) before the resident exits; ``[resident] idle_minutes``."""
@@ -53,9 +55,9 @@ def peer_allowed(conn: socket.socket, uid: int | None = None) -> bool:
 
 def warm() -> None:
     """Import and ready what a request needs, so a forked child starts with it done."""
-    from ..app import warm as app_warm
-    from ..cli import main as cli_main
-    from ..providers import anthropic_api
+    from ...app import warm as app_warm
+    from ...cli import main as cli_main
+    from ...providers import anthropic_api
 
     cli_main.prepare()
     anthropic_api.warm()
@@ -113,6 +115,7 @@ class Resident:
         self.last_used = time.monotonic()
         self.children: dict[int, str] = {}
         self.served = 0
+        self.handed = 0
         self.pending: dict[int, Pending] = {}
         self.drain_until: float | None = None
         self.stop_asked = False
@@ -252,7 +255,8 @@ class Resident:
             self.drop(pending)
 
     def handle(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
-        """Serve one request: forked, ``status`` or ``stop``."""
+        """Serve one request: forked, memory work handed over (forked too), ``status`` or
+        ``stop``."""
         try:
             self.last_used = time.monotonic()
             op = message.get("op")
@@ -264,23 +268,23 @@ class Resident:
             elif message.get("stamp") != self.stamp:
                 conn.sendall(protocol.encode({"mismatch": self.stamp}))
                 self.retire()
-            elif len(fds) == protocol.STREAM_FDS:
-                self.fork(conn, fds, message)
+            elif op == "work" and isinstance(message.get("env"), dict):
+                pid = self.fork(conn, [], message, "work")
+                conn.sendall(protocol.encode({"working": pid}))
+            elif op is None and len(fds) == protocol.STREAM_FDS:
+                self.fork(conn, fds, message, "request")
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             conn.close()
 
-    def fork(self, conn: socket.socket, fds: list[int], message: dict[str, Any]) -> None:
-        """Run ``message`` in a child forked from this warm process, handing it the API
-        connection prepared for its question (`preconnect`) and preparing the next one."""
-        env, argv = message.get("env"), message.get("argv")
-        origin = (
-            preconnect.origin_of(env, [str(a) for a in argv])
-            if isinstance(env, dict) and isinstance(argv, list)
-            else None
-        )
+    def fork(self, conn: socket.socket, fds: list[int], message: dict[str, Any], kind: str) -> int:
+        """Run ``message`` in a child forked from this warm process: a ``request`` (the
+        command line, `child.run`; handed the API connection prepared for its question,
+        `preconnect`, and the next one prepared) or ``work`` handed over (`child.work`); its
+        pid."""
+        origin = self.origin(message) if kind == "request" else None
         ready = self.stock.take(origin) if origin is not None else None
         pid = os.fork()
         if pid == 0:
@@ -291,6 +295,8 @@ class Resident:
             for other in self.pending.values():
                 other.close()  # other clients' connections are the server's too
             self.stock.close()  # the server's, but for the one this request was handed
+            if kind == "work":
+                child.work(conn, message, self.sock)  # never returns
             if origin is not None and ready is not None:
                 preconnect.hand(origin, ready)
             child.run(conn, fds, message, self.sock)  # never returns
@@ -298,8 +304,20 @@ class Resident:
             ready.close()  # the request's now
         if origin is not None:
             self.stock.want(origin)
-        self.children[pid] = "request"
-        self.served += 1
+        self.children[pid] = kind
+        if kind == "work":
+            self.handed += 1
+        else:
+            self.served += 1
+        return pid
+
+    @staticmethod
+    def origin(message: dict[str, Any]) -> preconnect.Origin | None:
+        """The API origin the request ``message`` will reach (`preconnect.origin_of`)."""
+        env, argv = message.get("env"), message.get("argv")
+        if not isinstance(env, dict) or not isinstance(argv, list):
+            return None
+        return preconnect.origin_of(env, [str(a) for a in argv])
 
     def status(self) -> dict[str, Any]:
         """What ``rheo resident status`` shows."""
@@ -309,6 +327,8 @@ class Resident:
             "since": self.started,
             "served": self.served,
             "children": len(self.children),
+            "handed": self.handed,
+            "working": sum(1 for kind in self.children.values() if kind == "work"),
             "idle_s": self.idle_s,
             "stamp": self.stamp,
         }
@@ -339,7 +359,7 @@ def idle_seconds(rheo_home: str) -> float:
 def main(argv: list[str]) -> int:
     """Run the resident of RHEO_HOME ``argv[0]``; 0 when another one already runs."""
     if len(argv) != 1:
-        sys.stderr.write("usage: python -m rheo_cli.resident.server RHEO_HOME\n")
+        sys.stderr.write("usage: python -m rheo_cli.resident.warm.server RHEO_HOME\n")
         return 2
     rheo_home = argv[0]
     protocol.ensure_run_dir(rheo_home)

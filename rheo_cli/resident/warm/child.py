@@ -1,7 +1,8 @@
 """One request, in a process forked from the warm resident: take on the client's
 descriptors, environment, working folder and umask, run the command line exactly as the
 ``rheo`` process would, send the exit status; then, with the client gone, do the memory work
-the command queued (`background`)."""
+the command queued (`background`). Or one hand-off of memory work (`work`): the environment,
+folder and umask of the command that handed it (no descriptors), then the same work."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import time
 import traceback
 from typing import Any
 
-from . import protocol
+from .. import protocol
 
 GO_TIMEOUT_S = 30.0
 """How long the process waits for the client's word to go on (it answers at once)."""
@@ -46,15 +47,9 @@ def _streams(spec: list[Any]) -> None:
     setattr(sys, "__stderr__", sys.stderr)  # noqa: B010
 
 
-def take_on(fds: list[int], message: dict[str, Any]) -> list[str]:
-    """Become the client's process: its descriptors 0-2, environment (``TZ`` applied),
-    folder, umask and arguments; Python's own signal handling. Returns the arguments."""
-    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for target, fd in enumerate(fds):
-        os.dup2(fd, target)
-        os.close(fd)
+def take_on_env(message: dict[str, Any]) -> None:
+    """Take on the environment of the client's process (``TZ`` applied; nothing of the
+    resident's own or of an earlier request stays), its folder and umask."""
     env = message.get("env")
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in (env or {}).items()})
@@ -64,6 +59,18 @@ def take_on(fds: list[int], message: dict[str, Any]) -> list[str]:
             os.chdir(str(message["cwd"]))
     if isinstance(message.get("umask"), int):
         os.umask(message["umask"] & 0o777)
+
+
+def take_on(fds: list[int], message: dict[str, Any]) -> list[str]:
+    """Become the client's process: its descriptors 0-2, environment (`take_on_env`),
+    folder, umask and arguments; Python's own signal handling. Returns the arguments."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    take_on_env(message)
     argv = [str(a) for a in message.get("argv") or []]
     sys.argv = ["rheo", *argv]
     _streams(message.get("streams") or [])
@@ -73,7 +80,7 @@ def take_on(fds: list[int], message: dict[str, Any]) -> list[str]:
 def run_command() -> int:
     """Run the command line in ``sys.argv`` and return its exit status as the ``rheo``
     process would have exited with."""
-    from ..cli.main import main as cli_main
+    from ...cli.main import main as cli_main
 
     try:
         cli_main()
@@ -170,6 +177,40 @@ def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: 
         conn.close()
         _detach(rheo_home)
         background.after_request(rheo_home)
+    except BaseException:  # noqa: BLE001 - a child must never return into the server loop
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+    finally:
+        os._exit(0)
+
+
+def work(conn: socket.socket, message: dict[str, Any], listener: Any) -> None:
+    """The whole life (ends with ``os._exit``) of a process forked for memory work a command
+    handed over (`rheo_cli.resident.client.hand_work`): default signal handling (the resident
+    stopping — SIGUSR1 — or SIGTERM ends it at once; a job it held is taken over by the next
+    runner), the command's environment, folder and umask, stdin and stdout on /dev/null and
+    stderr to the resident's log; then the queued jobs and the session watcher
+    (`background.run_handed`)."""
+    try:
+        for sig in (
+            signal.SIGTERM,
+            signal.SIGHUP,
+            signal.SIGINT,
+            signal.SIGQUIT,
+            signal.SIGCHLD,
+            signal.SIGUSR1,
+        ):
+            signal.signal(sig, signal.SIG_DFL)
+        with contextlib.suppress(Exception):
+            if listener is not None:
+                listener.close()
+        conn.close()  # the server answers the command
+        take_on_env(message)
+        rheo_home = protocol.home(os.environ)
+        _detach(rheo_home)
+        from . import background
+
+        background.run_handed(rheo_home)
     except BaseException:  # noqa: BLE001 - a child must never return into the server loop
         with contextlib.suppress(Exception):
             traceback.print_exc()

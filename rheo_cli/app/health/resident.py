@@ -1,0 +1,134 @@
+"""``rheo doctor``'s check of the resident rheo of RHEO_HOME: off, not running, starting,
+running (pid, uptime, requests served, work processes running) or stopping; a socket file
+nobody listens on (harmless: the next resident replaces it); its private folder's mode
+(0700, else a problem); the last error line of its log. It asks a running resident for its
+status and reads files; it never starts one."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+from ...memory.text.render import plural
+from ...memory.text.safety import redact
+from ...resident import client, control, launch, protocol
+from .checks import Check
+
+NAME = "resident"
+LOG_TAIL_BYTES = 64 * 1024
+"""How much of the end of ``resident.log`` is searched for its last error line."""
+ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception)\b.*|rheo[\w -]*: .+)$")
+"""A line of the log that says something went wrong: a traceback's last line (its exception),
+or one of rheo's own one-line errors (``rheo worker: ...``)."""
+
+
+def resident_check(home: Path) -> Check:
+    """The check of the resident of ``home`` (see the module's docstring). Never raises."""
+    rheo_home = str(home)
+    try:
+        parts = [_state(rheo_home)]
+        folder = _folder_problem(rheo_home)
+        error = last_error(rheo_home)
+    except Exception as exc:  # noqa: BLE001 - doctor lists every check, whatever happens
+        return Check(NAME, False, f"cannot be checked: {' '.join(str(exc).split())[:200]}")
+    if folder:
+        parts.append(folder)
+    if error:
+        parts.append(f"last error in {protocol.LOG_NAME}: {error}")
+    return Check(NAME, folder is None, "; ".join(parts))
+
+
+def _state(rheo_home: str) -> str:
+    """What the resident is doing, in a few words."""
+    answer = control.ask(rheo_home, "status")
+    if not client.enabled(os.environ, rheo_home):
+        off = "off (RHEO_RESIDENT or [resident] mode in config.toml)"
+        if answer is not None:
+            off += f", but one still runs as pid {answer.get('pid')} ('rheo resident stop')"
+        return off
+    if answer is not None:
+        return _running(answer)
+    held = launch.holder(rheo_home)
+    if held is not None:
+        pid, state = held
+        if state == "stopping":
+            return f"stopping (pid {pid}: running requests finish first)"
+        return f"starting (pid {pid})"
+    if _socket_exists(rheo_home):
+        return (
+            f"not running; {protocol.socket_path(rheo_home)} is left from one that ended "
+            "(nobody listens: harmless, the next resident replaces it)"
+        )
+    return "not running (the next 'rheo ask' that succeeds, the REPL or the Telegram bot starts it)"
+
+
+def _running(answer: dict[str, Any]) -> str:
+    """``running as pid N for 3 min, 2 requests served, 1 work process running``."""
+    try:
+        up = _duration(max(0.0, time.time() - float(answer.get("since", time.time()))))
+    except (TypeError, ValueError):
+        up = "?"
+    served = int(answer.get("served", 0) or 0)
+    working = int(answer.get("working", 0) or 0)
+    return (
+        f"running as pid {answer.get('pid')} for {up}, {plural(served, 'request')} served, "
+        f"{plural(working, 'work process', 'work processes')} running"
+    )
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min``, ``2.5 h``, ``3.0 days``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def _socket_exists(rheo_home: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.lstat(protocol.socket_path(rheo_home)).st_mode)
+    except OSError:
+        return False
+
+
+def _folder_problem(rheo_home: str) -> str | None:
+    """What is wrong with ``RHEO_HOME/run`` (not a folder of this user's, readable by
+    others), or None (fine, or not made yet)."""
+    path = protocol.run_dir(rheo_home)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a folder (remove it: the next resident makes its own)"
+    if info.st_uid != os.getuid():
+        return f"{path} belongs to another user (remove it: the next resident makes its own)"
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o077:
+        return f"{path} is {mode:04o}, should be 0700 ('rheo doctor --repair' makes it private)"
+    return None
+
+
+def last_error(rheo_home: str) -> str | None:
+    """The last line of the resident's log that says something went wrong (credentials
+    redacted, at most 200 characters); None when there is none or no log."""
+    path = os.path.join(protocol.run_dir(rheo_home), protocol.LOG_NAME)
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            tail = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        line = line.strip()
+        if ERROR_LINE.match(line):
+            return redact(" ".join(line.split()))[:200]
+    return None
