@@ -21,7 +21,7 @@ PROBE = r"""
 import atexit, json, os, sys
 import pydantic._internal._generics as generics
 
-from rheo_cli.resident.server import warm
+from rheo_cli.resident.warm.server import warm
 
 warm()
 built = []
