@@ -211,10 +211,13 @@ def as_tenant(conn: Any, profile: str) -> Any:
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeProvider:
     """The in-process fake model for every runtime built in this test (in-process commands
-    only): queue replies with ``fake_model.add(...)``, read ``fake_model.requests``."""
+    only): the chat provider and every extractor (facts, digests, consolidation) are this one
+    `FakeProvider`. Queue replies with ``fake_model.add(...)`` (or answer by kind of call
+    with `helpers.route`), read ``fake_model.requests``."""
     from rheo_cli.app.app import App as Runtime
 
     fake = FakeProvider()
     monkeypatch.setattr(Runtime, "provider", lambda self: fake)
+    monkeypatch.setattr(Runtime, "build_provider", lambda self, choice, *, tools=True: fake)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     return fake
