@@ -16,6 +16,8 @@ it does), so a canned error is what the caller finally sees: nothing here retrie
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +45,8 @@ class Canned:
     the text), or an error to raise (after ``text`` has streamed, so partial replies can be
     tested). ``stop_reason`` defaults to ``tool_use`` with tool calls, else ``end_turn``
     (``max_tokens``: a reply cut at the output limit); ``model`` to the request's model (the
-    model that served); ``usage`` is what the provider reports."""
+    model that served); ``usage`` is what the provider reports; ``delay`` seconds pass before
+    the reply starts (a slow model; the request is recorded first)."""
 
     text: str = ""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -52,6 +55,7 @@ class Canned:
     usage: Usage = Usage(input_tokens=10, output_tokens=5)
     stop_reason: str | None = None
     model: str | None = None
+    delay: float = 0.0
 
 
 Answer = str | Canned
@@ -102,6 +106,7 @@ class FakeProvider:
         self.streamed: list[bool] = []
         self.closed = False
         self.on_retry: Any = None
+        self._asked = threading.Condition()
 
     def add(self, *replies: Answer) -> None:
         """Queue more replies."""
@@ -112,16 +117,28 @@ class FakeProvider:
         """The last request asked."""
         return self.requests[-1]
 
+    def wait_for_requests(self, n: int, timeout: float = 10.0) -> None:
+        """Wait until ``n`` requests have been asked (from other threads); TimeoutError else."""
+        with self._asked:
+            if not self._asked.wait_for(lambda: len(self.requests) >= n, timeout):
+                raise TimeoutError(f"{len(self.requests)} of {n} requests after {timeout} s")
+
     def _next(self, request: ChatRequest, *, streamed: bool) -> Canned:
-        self.requests.append(request)
-        self.streamed.append(streamed)
+        with self._asked:
+            self.requests.append(request)
+            self.streamed.append(streamed)
+            self._asked.notify_all()
         if self.queue:
-            return self.queue.pop(0)
-        if self.handler is not None:
-            return _canned(self.handler(request))
-        if not streamed and request.tool_choice in _NOTHING_FOUND:
-            return Canned(_NOTHING_FOUND[request.tool_choice])
-        return _canned(self.default)
+            reply = self.queue.pop(0)
+        elif self.handler is not None:
+            reply = _canned(self.handler(request))
+        elif not streamed and request.tool_choice in _NOTHING_FOUND:
+            reply = Canned(_NOTHING_FOUND[request.tool_choice])
+        else:
+            reply = _canned(self.default)
+        if reply.delay:
+            time.sleep(reply.delay)
+        return reply
 
     def stream(self, request: ChatRequest) -> Iterator[Event]:
         """Yield the next canned reply as TextDelta pieces (and ToolCalls), then Finished."""

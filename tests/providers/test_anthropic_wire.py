@@ -100,3 +100,25 @@ def test_a_forced_tool_is_sent_as_tool_choice_and_its_input_is_the_text(api):
     assert api.last.body["tool_choice"] == {"type": "tool", "name": "record_facts"}
     assert json.loads(text_out) == {"facts": [{"label": "Lives in Porto"}]}
     assert (usage.input_tokens, usage.output_tokens, model) == (10, 5, "claude-asked")
+
+
+def test_the_provider_returns_the_forced_call_as_json(api, monkeypatch):
+    from rheo_cli.providers.anthropic_api import AnthropicProvider
+    from rheo_cli.providers.base import ChatRequest, SystemBlock, ToolSpec
+
+    spec = ToolSpec("record_facts", "Record facts.", {"type": "object", "properties": {}})
+    request = ChatRequest(
+        model="claude-test",
+        system=[SystemBlock("Extract.")],
+        messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        tools=[spec],
+        tool_choice="record_facts",
+    )
+    api.queue(structured({"facts": [{"label": "x"}]}), text('{"facts": []}'))
+    provider = AnthropicProvider(timeout_s=10)
+    out, _usage, _model = provider.complete(request)
+    assert json.loads(out) == {"facts": [{"label": "x"}]}
+    assert api.last.body["tool_choice"] == {"type": "tool", "name": "record_facts"}
+    # A model that answers in text anyway: the text comes back, for the repair path.
+    assert provider.complete(request)[0] == '{"facts": []}'
+    provider.close()

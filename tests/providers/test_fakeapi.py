@@ -872,3 +872,15 @@ def test_subprocess_is_guarded(api: FakeAnthropic) -> None:
     assert proc.stdout == "loopback ok\n"
     assert "RuntimeError" in proc.stderr or "NetworkBlockedError" in proc.stderr
     assert f"{BLOCK_MSG}: 10.255.255.1:80" in proc.stderr
+
+
+def test_the_fake_refuses_a_forced_tool_it_was_not_given(api):
+    from fakeapi import validate_messages_request
+
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": {"type": "tool", "name": "record_facts"},
+    }
+    assert "not one of the request's tools" in validate_messages_request(body)

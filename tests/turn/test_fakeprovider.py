@@ -159,3 +159,20 @@ def test_the_fixture_serves_the_extractors_too(rheo, home, fake_model, monkeypat
     assert fake_model.requests[1].tool_choice == "record_facts"
     listed = json.loads(rheo("memory", "list", "--json").stdout)
     assert [m["content"]["label"] for m in listed] == ["Lives in Porto"]
+
+
+def test_a_slow_reply_is_asked_first_and_answers_after_its_delay():
+    import threading
+    import time
+
+    fake = FakeProvider(Canned("late", delay=0.5))
+    answers: list[str] = []
+    worker = threading.Thread(target=lambda: answers.append(fake.complete(_request())[0]))
+    start = time.monotonic()
+    worker.start()
+    fake.wait_for_requests(1, timeout=5)
+    assert answers == []  # asked, not answered yet
+    worker.join(timeout=5)
+    assert answers == ["late"] and time.monotonic() - start >= 0.5
+    with pytest.raises(TimeoutError):
+        fake.wait_for_requests(2, timeout=0.1)
