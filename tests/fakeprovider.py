@@ -46,7 +46,8 @@ class Canned:
     tested). ``stop_reason`` defaults to ``tool_use`` with tool calls, else ``end_turn``
     (``max_tokens``: a reply cut at the output limit); ``model`` to the request's model (the
     model that served); ``usage`` is what the provider reports; ``delay`` seconds pass before
-    the reply starts (a slow model; the request is recorded first)."""
+    the reply starts (a slow model; the request is recorded first), ``chunk_delay`` seconds
+    between two pieces of streamed text."""
 
     text: str = ""
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -56,6 +57,7 @@ class Canned:
     stop_reason: str | None = None
     model: str | None = None
     delay: float = 0.0
+    chunk_delay: float = 0.0
 
 
 Answer = str | Canned
@@ -146,6 +148,8 @@ class FakeProvider:
         text = reply.text
         step = max(1, -(-len(text) // max(1, reply.chunks)))
         for i in range(0, len(text), step):
+            if i and reply.chunk_delay:
+                time.sleep(reply.chunk_delay)
             yield TextDelta(text[i : i + step])
         if reply.error is not None:
             raise reply.error

@@ -51,6 +51,7 @@ def test_install_completion_writes_the_shell_setup(rheo, tmp_path):
     assert "rheo.sh" in (tmp_path / ".bashrc").read_text()
 
 
+@pytest.mark.boundary
 def test_completion_of_commands_options_profiles_and_memory_ids(rheo, home):
     rheo("memory", "add", "Ana likes green tea", "-t", "ana.drink")
     rheo("-p", "work", "memory", "add", "Deploys happen on Fridays", "-t", "deploy")
@@ -66,6 +67,7 @@ def test_completion_of_commands_options_profiles_and_memory_ids(rheo, home):
     assert "Deploys happen on Fridays" in work_ids and "Ana" not in work_ids
 
 
+@pytest.mark.boundary
 def test_completion_creates_no_store(home):
     _complete(home, "rheo memory pin ")
     assert not (home / "rheo.db").exists()
@@ -352,6 +354,7 @@ def test_every_command_has_help_text_and_an_example(rheo):
         assert "Example" in result.stdout and "rheo " in result.stdout.split("Example")[1], path
 
 
+@pytest.mark.boundary
 def test_root_help_groups_commands():
     result = run_rheo("--help")
     out = result.stdout.decode()

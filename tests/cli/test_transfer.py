@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import netguard
+import pytest
 from fakeprovider import facts
 from helpers import REPO, db_rows, route, run_rheo
 
@@ -165,6 +166,7 @@ print(i)
 """
 
 
+@pytest.mark.boundary
 def test_backup_while_another_process_writes(tmp_path):
     db = tmp_path / "home" / "rheo.db"
     from rheo_cli.memory.store.db import open_store
@@ -271,6 +273,7 @@ def test_the_knowledge_base_is_exported_and_imported(rheo, fake_model, monkeypat
     assert sorted(d["status"] for d in listed) == ["active", "replaced"]
 
 
+@pytest.mark.boundary
 def test_a_backup_killed_mid_way_leaves_no_file_under_its_name(rheo, home, tmp_path):
     assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
     dest = tmp_path / "out" / "b.db"

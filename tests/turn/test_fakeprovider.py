@@ -176,3 +176,15 @@ def test_a_slow_reply_is_asked_first_and_answers_after_its_delay():
     assert answers == ["late"] and time.monotonic() - start >= 0.5
     with pytest.raises(TimeoutError):
         fake.wait_for_requests(2, timeout=0.1)
+
+
+def test_a_slowly_streamed_reply_waits_between_its_pieces():
+    import time
+
+    from rheo_cli.providers.base import TextDelta
+
+    fake = FakeProvider(Canned("one two three", chunks=3, chunk_delay=0.2))
+    start = time.monotonic()
+    pieces = [e.text for e in fake.stream(_request()) if isinstance(e, TextDelta)]
+    assert "".join(pieces) == "one two three" and len(pieces) == 3
+    assert time.monotonic() - start >= 0.4  # two waits, between three pieces
