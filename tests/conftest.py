@@ -1,4 +1,5 @@
-"""Shared fixtures: a private RHEO_HOME per test, the fake Messages API, the network guard.
+"""Shared fixtures: a private RHEO_HOME per test, the in-process fake model, the fake Messages
+API (for boundary tests), the network guard.
 
 No test may reach a non-loopback address: `netguard` is installed for this process at import,
 and subprocesses get it through `netguard.subprocess_env` (a sitecustomize on PYTHONPATH).
@@ -7,6 +8,7 @@ and subprocesses get it through `netguard.subprocess_env` (a sitecustomize on PY
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import uuid
 from collections.abc import Iterator
@@ -59,9 +61,107 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
+TESTS = Path(__file__).resolve().parent
+WIRE_FOLDERS = ("providers", "realclients")
+"""Where the fake HTTP servers and the real SDKs are the subject: no mark needed."""
+IMPLY_BOUNDARY = ("resident", "realclients")
+"""Marks that imply ``boundary`` (it is added to their tests, so ``-m "not boundary"`` leaves
+them out too)."""
+_SERVERS = ("FakeAnthropic(", "FakeOpenAI(", "FakeTelegram(")
+_starts_server: dict[Any, bool] = {}
+
+
+def _fixture_starts_a_server(fixturedef: Any) -> bool:
+    """Whether a fixture starts one of the fake HTTP servers a real SDK talks to (read from
+    its source: ``api``, and any other fixture built like it)."""
+    func = getattr(fixturedef, "func", None)
+    if func not in _starts_server:
+        try:
+            source = inspect.getsource(func)  # type: ignore[arg-type]
+        except (OSError, TypeError):
+            source = ""
+        _starts_server[func] = any(server in source for server in _SERVERS)
+    return _starts_server[func]
+
+
+def _in_folder(item: pytest.Item, folders: tuple[str, ...]) -> bool:
+    path = Path(str(item.fspath))
+    return path.is_relative_to(TESTS) and path.relative_to(TESTS).parts[0] in folders
+
+
+def _is_boundary(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) for name in ("boundary", *IMPLY_BOUNDARY))
+
+
+_UNMARKED = pytest.StashKey[str]()
+"""On an xdist worker: why a collected test is refused (it fails at setup, by `_refused`)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``resident`` and ``realclients`` tests are ``boundary`` tests too, and so are the tests
+    of tests/providers and tests/realclients that take a fixture starting a fake HTTP server
+    for a real SDK (``api``, the fake OpenAI and Telegram APIs). Anywhere else such a test
+    must be marked ``boundary`` itself: the in-process fake model (``fake_model``) is the
+    default there. (Tests that start rheo processes or make a fake server themselves are
+    found by tests/test_boundary_marks.py.)
+
+    Such tests stop the run with a UsageError naming them; on an xdist worker, where that
+    error would surface only as the worker's crash, each of them fails at setup instead,
+    with the same words."""
+    unmarked = []
+    for item in items:
+        if any(item.get_closest_marker(name) for name in IMPLY_BOUNDARY):
+            item.add_marker(pytest.mark.boundary)
+        if _is_boundary(item):
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs if info is not None else {}
+        servers = [
+            name
+            for name in getattr(item, "fixturenames", ())
+            if any(_fixture_starts_a_server(d) for d in defs.get(name, ()))
+        ]
+        if servers and _in_folder(item, WIRE_FOLDERS):
+            item.add_marker(pytest.mark.boundary)
+        elif servers:
+            unmarked.append(f"{item.nodeid} (takes {', '.join(servers)})")
+            item.stash[_UNMARKED] = unmarked[-1]
+    if unmarked and not hasattr(config, "workerinput"):
+        raise pytest.UsageError(_NOT_MARKED + "\n  " + "\n  ".join(unmarked))
+
+
+_NOT_MARKED = (
+    "these tests speak HTTP to a fake API through a real SDK but are not marked "
+    "@pytest.mark.boundary (use the fake_model fixture, or mark them):"
+)
+
+
+@pytest.fixture(autouse=True)
+def _refused(request: pytest.FixtureRequest) -> None:
+    """Fail, at setup, a test collection refused on an xdist worker."""
+    why = request.node.stash.get(_UNMARKED, None)
+    if why is not None:
+        pytest.fail(f"{_NOT_MARKED} {why}", pytrace=False)
+
+
+def require_boundary(request: pytest.FixtureRequest) -> None:
+    """Fail a test that asked for a fake HTTP server at run time
+    (``request.getfixturevalue``) without being a ``boundary`` test, as collection refuses
+    one that takes it as an argument."""
+    item = request.node
+    if isinstance(item, pytest.Item) and not (_in_folder(item, WIRE_FOLDERS) or _is_boundary(item)):
+        pytest.fail(
+            f"{item.nodeid} speaks HTTP to a fake API through a real SDK: mark it "
+            "@pytest.mark.boundary, or use the fake_model fixture",
+            pytrace=False,
+        )
+
+
 @pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
-    """The fake Messages API, with ANTHROPIC_BASE_URL and a test key pointing the SDK at it."""
+def api(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[FakeAnthropic]:
+    """The fake Messages API, with ANTHROPIC_BASE_URL and a test key pointing the SDK at it
+    (for ``boundary`` tests and tests/providers: elsewhere `fake_model` is the model)."""
+    require_boundary(request)
     with FakeAnthropic() as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
@@ -211,10 +311,13 @@ def as_tenant(conn: Any, profile: str) -> Any:
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch) -> FakeProvider:
     """The in-process fake model for every runtime built in this test (in-process commands
-    only): queue replies with ``fake_model.add(...)``, read ``fake_model.requests``."""
+    only): the chat provider and every extractor (facts, digests, consolidation) are this one
+    `FakeProvider`. Queue replies with ``fake_model.add(...)`` (or answer by kind of call
+    with `helpers.route`), read ``fake_model.requests``."""
     from rheo_cli.app.app import App as Runtime
 
     fake = FakeProvider()
     monkeypatch.setattr(Runtime, "provider", lambda self: fake)
+    monkeypatch.setattr(Runtime, "build_provider", lambda self, choice, *, tools=True: fake)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     return fake

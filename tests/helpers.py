@@ -53,11 +53,23 @@ def db_rows(home: Path, sql: str, args: tuple[Any, ...] = ()) -> list[sqlite3.Ro
         conn.close()
 
 
+def _system_texts(recorded: Any) -> list[str]:
+    """The system blocks' text of a request: one the fake API recorded (its JSON body) or
+    one the in-process fake model was asked (a ChatRequest)."""
+    if hasattr(recorded, "body"):
+        return [b["text"] for b in recorded.body.get("system", []) if isinstance(b, dict)]
+    return [block.text for block in recorded.system]
+
+
+def _messages(recorded: Any) -> list[dict[str, Any]]:
+    return recorded.body["messages"] if hasattr(recorded, "body") else recorded.messages
+
+
 def request_text(recorded: Any) -> str:
-    """All text the request carried: system blocks and every message's text blocks."""
-    body = recorded.body
-    parts = [b["text"] for b in body.get("system", []) if isinstance(b, dict)]
-    for msg in body["messages"]:
+    """All text the request carried (recorded by the fake API, or a ChatRequest the fake
+    model was asked): system blocks and every message's text blocks."""
+    parts = _system_texts(recorded)
+    for msg in _messages(recorded):
         content = msg["content"]
         if isinstance(content, str):
             parts.append(content)
@@ -70,8 +82,8 @@ def request_text(recorded: Any) -> str:
 
 def kind_of(recorded: Any) -> str:
     """``"extract"``, ``"digest"``, ``"consolidate"`` or ``"chat"``: which of rheo's calls a
-    request is."""
-    system = " ".join(b.get("text", "") for b in recorded.body.get("system", []))
+    request is (recorded by the fake API, or a ChatRequest the fake model was asked)."""
+    system = " ".join(_system_texts(recorded))
     if system.startswith("You extract durable facts"):
         return "extract"
     if system.startswith("You summarise one finished"):
@@ -82,17 +94,23 @@ def kind_of(recorded: Any) -> str:
 
 
 def route(
-    api: Any,
+    model: Any,
     *,
     chat: Any = None,
     extract: Any = None,
     digest: Any = None,
     consolidate: Any = None,
 ) -> None:
-    """Answer chat, extraction, digest and consolidation calls differently. Each answer is a
-    Reply, a list of Replies (used in order, the last one repeating) or a callable
-    ``(recorded) -> Reply``; unset, a reply with nothing in it."""
-    from fakeapi import text
+    """Answer chat, extraction, digest and consolidation calls differently, on the fake API
+    (answers are `fakeapi` Replies) or the in-process fake model (answers are `Canned` or
+    text). Each answer is a reply, a list of replies (used in order, the last one repeating)
+    or a callable ``(request) -> reply``; unset, a reply with nothing in it."""
+    from fakeprovider import FakeProvider
+
+    if isinstance(model, FakeProvider):
+        from fakeprovider import Canned as make
+    else:
+        from fakeapi import text as make
 
     def pick(answer: Any, default: Any, rec: Any, counts: dict[str, int], key: str) -> Any:
         if answer is None:
@@ -110,21 +128,22 @@ def route(
     def handler(rec: Any) -> Any:
         kind = kind_of(rec)
         if kind == "extract":
-            return pick(extract, text('{"facts": []}'), rec, counts, kind)
+            return pick(extract, make('{"facts": []}'), rec, counts, kind)
         if kind == "digest":
             return pick(
-                digest, text('{"narrative": "A short chat.", "facts": []}'), rec, counts, kind
+                digest, make('{"narrative": "A short chat.", "facts": []}'), rec, counts, kind
             )
         if kind == "consolidate":
-            return pick(consolidate, text('{"actions": []}'), rec, counts, kind)
-        return pick(chat, text("ok"), rec, counts, kind)
+            return pick(consolidate, make('{"actions": []}'), rec, counts, kind)
+        return pick(chat, make("ok"), rec, counts, kind)
 
-    api.handler = handler
+    model.handler = handler
 
 
 def facts_reply(*facts: dict[str, Any]) -> Any:
-    """An extractor reply carrying these facts: the forced ``record_facts`` tool call, as the
-    real API answers (or JSON text when the request forces no tool)."""
+    """An extractor reply of the fake API carrying these facts: the forced ``record_facts``
+    tool call, as the real API answers (or JSON text when the request forces no tool). For
+    the in-process fake model: `fakeprovider.facts`."""
     from fakeapi import structured
 
     return structured({"facts": list(facts)})

@@ -3,7 +3,7 @@
 
 The data (CC BY-NC 4.0, Maharana et al. 2024) is read from ../shared/bench/ and never copied
 here; the test is skipped when the file is absent. One speaker is the person; the other
-speaker's recorded lines are served as the model's replies by the fake Messages API.
+speaker's recorded lines are served as the model's replies by the in-process fake model.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fakeapi import text
 from helpers import LOCOMO, db_rows, request_text
 
 pytestmark = pytest.mark.skipif(not LOCOMO.exists(), reason="LoCoMo data not present")
@@ -54,7 +53,7 @@ def line_text(turn: dict) -> str:
     return body
 
 
-def test_replay_three_sessions(rheo, api, home, monkeypatch):
+def test_replay_three_sessions(rheo, fake_model, home, monkeypatch):
     sample = pick_conversation()
     conv = sample["conversation"]
     person = conv["speaker_a"]
@@ -72,7 +71,7 @@ def test_replay_three_sessions(rheo, api, home, monkeypatch):
             has_reply = i + 1 < len(turns)
             reply = line_text(turns[i + 1]) if has_reply else NO_REPLY
             monkeypatch.setenv("RHEO_NOW", (start + timedelta(seconds=30 * i)).isoformat())
-            api.queue(text(reply))
+            fake_model.add(reply)
             asked.append((n, len(expected)))
             expected.append((n, "user", line_text(question)))
             expected.append((n, "assistant", reply))
@@ -107,7 +106,7 @@ def test_replay_three_sessions(rheo, api, home, monkeypatch):
     found = json.loads(rheo("history", "search", word, "--json").stdout)
     assert owner in [t["id"] for t in found]
     # Each request carried the earlier turns of its session (the last 12 at most).
-    requests = api.message_requests
+    requests = fake_model.requests
     assert len(requests) == len(asked)
     for request, (n, index) in zip(requests, asked, strict=True):
         sent = flat(request_text(request))
@@ -115,7 +114,7 @@ def test_replay_three_sessions(rheo, api, home, monkeypatch):
         for _, role, content in earlier:
             assert flat(f"{role}: {content}") in sent
         other_sessions = [e for e in expected[:index] if e[0] != n]
-        content = request.body["messages"][-1]["content"]
+        content = request.messages[-1]["content"]
         injected = flat(" ".join(b["text"] for b in content if b.get("type") == "text"))
         if other_sessions and "=== CURRENT SESSION ===" in injected:
             # Another session's turns never leak into CURRENT SESSION (the first message of a

@@ -1,5 +1,5 @@
 """`app.maintenance`: what ``rheo maintain`` and ``rheo jobs list`` are made of, called as a
-front end calls them (the model behind extraction and digests is the fake Messages API)."""
+front end calls them (the model behind extraction and digests is the in-process fake model)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
-from fakeapi import error
+from fakeprovider import Canned, api_error
 from helpers import route
 
 from rheo_cli.app import app as app_mod
@@ -21,9 +21,9 @@ def at(monkeypatch: pytest.MonkeyPatch, when: datetime) -> None:
 
 
 def test_maintain_runs_the_extraction_then_the_digest_once_the_session_closed(
-    rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch
+    rheo: Any, fake_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    route(api)
+    route(fake_model)
     at(monkeypatch, T0)
     assert rheo("ask", "hello").exit_code == 0
     started: list[tuple[int, int]] = []
@@ -51,16 +51,16 @@ def test_maintain_runs_the_extraction_then_the_digest_once_the_session_closed(
 
 
 def test_retry_failed_puts_jobs_that_failed_for_good_back(
-    rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch
+    rheo: Any, fake_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    route(api, extract=error(500, "api_error", "down"))
+    route(fake_model, extract=Canned(error=api_error(500, "api_error", "down")))
     at(monkeypatch, T0)
     assert rheo("ask", "hello").exit_code == 0
     with app_mod.build() as app:
         for _ in range(5):  # the fifth failed call fails the job for good
             maintenance.run_pending(app)
         assert maintenance.failed_for_good(app) == 1
-        route(api)
+        route(fake_model)
         done = maintenance.maintain(app, retry=True)
     assert (done.requeued, done.failed) == (1, 0)
     assert [j.kind for j in done.summary.done] == ["extract"]

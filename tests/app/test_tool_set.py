@@ -1,5 +1,5 @@
-"""One memory tool set (`rheo_cli.app.tools`): rheo's chat (its tool loop, through the fake
-Messages API) and ``rheo mcp`` (a real subprocess, through the official SDK's client) offer
+"""One memory tool set (`rheo_cli.app.tools`): rheo's chat (its tool loop, with the in-process
+fake model) and ``rheo mcp`` (a real subprocess, through the official SDK's client) offer
 the same schema per tool, give the same output for the same call, and refuse bad input with
 the same one line."""
 
@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import netguard
 import pytest
-from fakeapi import multi, text
+from fakeprovider import Canned
 from helpers import REPO, db_rows
 
 from rheo_cli.app.tools import actions
@@ -81,18 +81,17 @@ def over_mcp(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[
     return result
 
 
-def in_chat(rheo, api, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
+def in_chat(rheo, fake_model, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, str]]:
     """``(is_error, text)`` of each call, made by the model in one round of a ``rheo ask``,
     as the tool results rheo sent back to the model."""
-    blocks = [{"type": "tool_use", "name": n, "input": a} for n, a in calls]
-    api.queue(multi(blocks), text("done"))
+    fake_model.add(Canned(tool_calls=list(calls)), "done")
     result = rheo("ask", "look these up for me")
     assert result.exit_code == 0, result.stderr
-    sent = api.message_requests[-1].body["messages"][-1]["content"]
+    sent = fake_model.requests[-1].messages[-1]["content"]
     return [(bool(r.get("is_error")), r["content"]) for r in sent]
 
 
-def seed(rheo, api, monkeypatch) -> None:
+def seed(rheo, fake_model, monkeypatch) -> None:
     """Facts in several states (pinned, due, superseded) and one exchange, at `NOW`."""
     monkeypatch.setenv("RHEO_NOW", NOW)
     for args in (
@@ -103,7 +102,7 @@ def seed(rheo, api, monkeypatch) -> None:
         ["Lives in Lisbon", "-t", "city", "--confidence", "0.9"],
     ):
         assert rheo("memory", "add", *args).exit_code == 0
-    api.queue(text("Noted: Jorge Alvarez, the plumber."))
+    fake_model.add("Noted: Jorge Alvarez, the plumber.")
     assert rheo("ask", "The plumber is called Jorge Alvarez.").exit_code == 0
 
 
@@ -131,10 +130,11 @@ def test_an_assistants_chat_adds_scope_and_nothing_else():
     assert tool.describe("sarah").startswith(tool.describe())
 
 
-def test_the_chat_request_and_tools_list_carry_the_same_schemas(rheo, api, home):
-    api.queue(text("ok"))
+@pytest.mark.boundary
+def test_the_chat_request_and_tools_list_carry_the_same_schemas(rheo, fake_model, home):
+    fake_model.add("ok")
     assert rheo("ask", "hi").exit_code == 0
-    sent = {t["name"]: t for t in api.message_requests[0].body["tools"]}
+    sent = {t.name: t for t in fake_model.requests[0].tools}
 
     async def script(session: ClientSession) -> Any:
         return (await session.list_tools()).tools
@@ -142,8 +142,8 @@ def test_the_chat_request_and_tools_list_carry_the_same_schemas(rheo, api, home)
     listed = {t.name: t for t in mcp(home, script)}
     assert list(sent) == CHAT_TOOLS and list(listed) == MCP_TOOLS
     for name in CHAT_TOOLS:
-        assert sent[name]["input_schema"] == listed[name].input_schema, name
-        assert sent[name]["description"] == listed[name].description, name
+        assert sent[name].input_schema == listed[name].input_schema, name
+        assert sent[name].description == listed[name].description, name
     for name, tool in listed.items():
         assert tool.input_schema == TOOLS[name].schema(), name
     assert listed["write_memory"].input_schema["required"] == ["category", "topic", "label"]
@@ -175,11 +175,14 @@ BAD = [
 ]
 
 
-def test_the_same_calls_give_the_same_output_in_chat_and_over_mcp(rheo, api, home, monkeypatch):
-    seed(rheo, api, monkeypatch)
+@pytest.mark.boundary
+def test_the_same_calls_give_the_same_output_in_chat_and_over_mcp(
+    rheo, fake_model, home, monkeypatch
+):
+    seed(rheo, fake_model, monkeypatch)
     twin = home.parent / "twin-home"
     shutil.copytree(home, twin)  # the same store for each front end (each writes once)
-    chat = in_chat(rheo, api, GOOD + BAD)
+    chat = in_chat(rheo, fake_model, GOOD + BAD)
     client = over_mcp(twin, GOOD + BAD)
     for (name, args), said, answered in zip(GOOD + BAD, chat, client, strict=True):
         assert said == answered, (name, args)
@@ -230,9 +233,9 @@ def test_the_same_calls_give_the_same_output_in_chat_and_over_mcp(rheo, api, hom
         assert [tuple(r) for r in rows][5:] == [(6, source, "Plumber: Jorge")]
 
 
-def test_the_chat_has_no_tool_it_does_not_offer(rheo, api, home, monkeypatch):
-    seed(rheo, api, monkeypatch)
-    said = in_chat(rheo, api, [("memory_forget", {"id": 1}), ("context", {"message": "x"})])
+def test_the_chat_has_no_tool_it_does_not_offer(rheo, fake_model, home, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
+    said = in_chat(rheo, fake_model, [("memory_forget", {"id": 1}), ("context", {"message": "x"})])
     assert said == [(True, "unknown tool 'memory_forget'"), (True, "unknown tool 'context'")]
     assert db_rows(home, "SELECT status FROM memory_items WHERE id = 1")[0][0] == "active"
 
@@ -294,6 +297,7 @@ def test_absent_and_null_arguments_take_the_schemas_default():
         TOOLS["memory_search"].check(["tea"])
 
 
+@pytest.mark.boundary
 def test_tools_list_loads_no_engine(home):
     code = (
         "import sys, anyio\n"

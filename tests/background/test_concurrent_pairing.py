@@ -11,6 +11,7 @@ import threading
 import time
 
 import netguard
+import pytest
 from fakeapi import text
 from helpers import REPO, api_env, db_rows, kind_of
 
@@ -25,6 +26,7 @@ def question_of(rec) -> int:
     return int(re.findall(r"question (\d+)", last.rsplit("\n---\n", 1)[-1])[0])
 
 
+@pytest.mark.boundary
 def test_six_concurrent_asks_are_each_extracted_with_their_own_question(api, home, rheo):
     arrived = threading.Barrier(N, timeout=150)  # six processes start on two busy cores
 

@@ -11,8 +11,10 @@ import threading
 import time
 from datetime import datetime, timedelta
 
-from fakeapi import error, text
-from helpers import api_env, db_rows, route, run_rheo
+import pytest
+from fakeapi import text
+from fakeprovider import Canned, api_error
+from helpers import api_env, db_rows, request_text, route, run_rheo
 
 from rheo_cli.memory.ledger import turns as ledger
 from rheo_cli.memory.store import db
@@ -41,9 +43,13 @@ def where_were_we(rheo) -> dict:
 
 
 def test_after_a_break_the_last_turns_are_injected_while_the_digest_model_is_down(
-    rheo, api, monkeypatch
+    rheo, fake_model, monkeypatch
 ):
-    route(api, chat=text(ANSWER), digest=error(529, "overloaded_error", "Overloaded"))
+    route(
+        fake_model,
+        chat=ANSWER,
+        digest=Canned(error=api_error(529, "overloaded_error", "Overloaded")),
+    )
     at(monkeypatch, T10)
     assert rheo("ask", PLAN).exit_code == 0
     at(monkeypatch, T15)
@@ -64,8 +70,8 @@ def test_after_a_break_the_last_turns_are_injected_while_the_digest_model_is_dow
     assert PLAN in episodic(where_were_we(rheo))
     # The next message, sent for real, carries it too.
     assert rheo("ask", "So where were we?").exit_code == 0
-    chat = [r for r in api.message_requests if "So where were we?" in json.dumps(r.body)]
-    assert PLAN in json.dumps(chat[-1].body, ensure_ascii=False)
+    chat = [r for r in fake_model.requests if "So where were we?" in request_text(r)]
+    assert PLAN in request_text(chat[-1])
 
 
 def db_rows_home(monkeypatch, sql: str):
@@ -75,6 +81,7 @@ def db_rows_home(monkeypatch, sql: str):
     return db_rows(Path(os.environ["RHEO_HOME"]), sql)
 
 
+@pytest.mark.boundary
 def test_once_the_digest_exists_it_replaces_the_last_turns(rheo, api, monkeypatch, home):
     route(api, chat=text(ANSWER), digest=text(json.dumps({"narrative": DIGEST, "facts": []})))
     at(monkeypatch, T10)
@@ -106,6 +113,7 @@ def run_rheo_worker(env):
     )
 
 
+@pytest.mark.boundary
 def test_context_at_15_shows_the_turns_then_the_spawned_worker_writes_the_digest(api, home):
     """End to end in subprocesses with the default worker (spawned after the reply)."""
     route(api, chat=text(ANSWER), digest=text(json.dumps({"narrative": DIGEST, "facts": []})))
@@ -124,14 +132,18 @@ def test_context_at_15_shows_the_turns_then_the_spawned_worker_writes_the_digest
     assert DIGEST in out
 
 
-def test_repl_left_open_across_the_gap_sees_the_morning(api, home):
+def test_repl_left_open_across_the_gap_sees_the_morning(fake_model, home):
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
     from rheo_cli.app import app as runtime
     from rheo_cli.repl.app import run_repl
 
-    route(api, chat=text(ANSWER), digest=error(529, "overloaded_error", "Overloaded"))
+    route(
+        fake_model,
+        chat=ANSWER,
+        digest=Canned(error=api_error(529, "overloaded_error", "Overloaded")),
+    )
     clock = {"now": T10}
     out = io.StringIO()
     with create_pipe_input() as pipe:
@@ -155,8 +167,8 @@ def test_repl_left_open_across_the_gap_sees_the_morning(api, home):
         finally:
             rt.close()
     assert not runner.is_alive()
-    last = [r for r in api.message_requests if "So where were we?" in json.dumps(r.body)][-1]
-    sent = "".join(b["text"] for b in last.body["messages"][0]["content"])
+    last = [r for r in fake_model.requests if "So where were we?" in request_text(r)][-1]
+    sent = "".join(b["text"] for b in last.messages[0]["content"])
     assert "=== EPISODIC MEMORY ===" in sent
     assert f"[2026-11-30 10:00] user: {PLAN}" in sent
     assert "=== CURRENT SESSION ===" not in sent
@@ -200,11 +212,11 @@ def test_the_previous_end_keeps_to_its_share_and_keeps_the_newest_turns(tmp_path
     conn.close()
 
 
-def test_importing_past_history_does_not_break_continuity(rheo, api, monkeypatch, home):
+def test_importing_past_history_does_not_break_continuity(rheo, fake_model, monkeypatch, home):
     from pathlib import Path
 
     chatgpt = Path(__file__).resolve().parent.parent / "data" / "chatgpt_conversations.json"
-    route(api, chat=text(ANSWER))
+    route(fake_model, chat=ANSWER)
     at(monkeypatch, T10)
     assert rheo("ask", PLAN).exit_code == 0
     imported = rheo("import-history", "chatgpt", str(chatgpt))

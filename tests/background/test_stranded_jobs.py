@@ -17,6 +17,7 @@ import netguard
 import pytest
 from conftest import pg_schema_url
 from fakeapi import text
+from fakeprovider import facts
 from helpers import REPO, api_env, db_rows, facts_reply, route
 
 from rheo_cli.app import app as runtime
@@ -78,11 +79,9 @@ def run_detached(profile: str, out: dict[str, int]) -> threading.Thread:
 
 @pytest.mark.parametrize("store", ["sqlite", "postgres"], indirect=True)
 def test_a_worker_finding_the_lock_held_waits_and_runs_the_jobs_left(
-    rheo: Any, api: Any, home: Path, store: str
+    rheo: Any, fake_model: Any, home: Path, store: str
 ) -> None:
-    route(
-        api, chat=text("Noted."), extract=facts_reply({"topic": "city", "label": "Lives in Porto"})
-    )
+    route(fake_model, chat="Noted.", extract=facts({"topic": "city", "label": "Lives in Porto"}))
     assert rheo("ask", "--profile", "a", "I live in Porto.").exit_code == 0
     # SQLite: one lock for the file; a worker started by profile b's ask meets
     # `rheo maintain --profile a`. PostgreSQL: a lock per tenant; a's own worker meets it.
@@ -105,6 +104,7 @@ def test_a_worker_finding_the_lock_held_waits_and_runs_the_jobs_left(
     assert left == (["done"] if late == "b" else ["done", "done"]), left
 
 
+@pytest.mark.boundary
 def test_a_spawned_worker_behind_another_profiles_maintain_runs_its_jobs(
     api: Any, home: Path, rheo: Any
 ) -> None:
@@ -139,10 +139,10 @@ def test_a_spawned_worker_behind_another_profiles_maintain_runs_its_jobs(
     assert [tuple(r) for r in labels] == [("b", "Lives in Porto")]
 
 
-def test_only_one_worker_waits(home: Path, rheo: Any, api: Any) -> None:
+def test_only_one_worker_waits(home: Path, rheo: Any, fake_model: Any) -> None:
     """Workers spawned one per reply do not pile up behind a busy lock: one that comes while
     another already waits returns at once (the waiting one will run its jobs)."""
-    route(api, chat=text("ok"))
+    route(fake_model, chat="ok")
     assert rheo("ask", "hello").exit_code == 0
     rt = runtime.build()
     lock = home / worker.lock_name(rt)

@@ -14,6 +14,7 @@ import time
 import netguard
 import pytest
 from fakeapi import hang, text
+from fakeprovider import facts
 from helpers import REPO, api_env, db_rows, facts_reply, kind_of, route, run_rheo
 
 
@@ -38,6 +39,7 @@ def items(home):
         return []
 
 
+@pytest.mark.boundary
 def test_reply_returns_before_extraction_which_runs_detached(api, home):
     slow_extract = facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9})
     slow_extract = type(slow_extract)(**{**slow_extract.__dict__, "delay": 1.5})
@@ -52,6 +54,7 @@ def test_reply_returns_before_extraction_which_runs_detached(api, home):
     assert done
 
 
+@pytest.mark.boundary
 def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, monkeypatch):
     route(api, chat=text("ok"), extract=hang(30))
     assert rheo("ask", "I live in Braga.").exit_code == 0  # in-process; the worker is the point
@@ -77,6 +80,7 @@ def test_worker_killed_mid_job_is_completed_by_the_next_run(api, home, rheo, mon
     assert tuple(job) == ("done", 0)  # the killed worker's takeover is no failed attempt
 
 
+@pytest.mark.boundary
 def test_only_one_detached_worker_runs_at_a_time(api, home, rheo):
     # a slow extractor (2 s) that finds nothing: each job holds the lock a while, and is done
     slow = dataclasses.replace(facts_reply(), delay=2)
@@ -98,9 +102,9 @@ def test_only_one_detached_worker_runs_at_a_time(api, home, rheo):
     assert [r[0] for r in db_rows(home, "SELECT status FROM jobs")] == ["done"] * 3
 
 
-def test_worker_inline_mode(rheo, api, monkeypatch, home):
+def test_worker_inline_mode(rheo, fake_model, monkeypatch, home):
     monkeypatch.setenv("RHEO_WORKER", "inline")
-    route(api, extract=facts_reply({"topic": "pet", "label": "Has a cat named Miso"}))
+    route(fake_model, extract=facts({"topic": "pet", "label": "Has a cat named Miso"}))
     rheo("ask", "My cat is Miso.")
     assert items(home) == ["Has a cat named Miso"]
 
@@ -120,6 +124,7 @@ needs_pg = pytest.mark.skipif(
 )
 
 
+@pytest.mark.boundary
 @needs_pg
 def test_spawned_worker_on_postgres_works_on_the_profile_given_with_the_flag(api, home):
     from conftest import pg_schema_url
@@ -138,6 +143,7 @@ def test_spawned_worker_on_postgres_works_on_the_profile_given_with_the_flag(api
         assert labels == [("w4", "Porto")]
 
 
+@pytest.mark.boundary
 @needs_pg
 def test_spawned_worker_on_postgres_creates_rheo_home_on_first_use(api, home):
     from conftest import pg_schema_url
@@ -152,10 +158,10 @@ def test_spawned_worker_on_postgres_creates_rheo_home_on_first_use(api, home):
 
 
 @needs_pg
-def test_maintain_on_postgres_names_the_profile_it_ran_for(api, home, rheo, monkeypatch):
+def test_maintain_on_postgres_names_the_profile_it_ran_for(fake_model, home, rheo, monkeypatch):
     from conftest import pg_schema_url
 
-    route(api, chat=text("ok"))
+    route(fake_model, chat="ok")
     with pg_schema_url() as url:
         monkeypatch.setenv("RHEO_DATABASE_URL", url)
         assert rheo("-p", "w4", "ask", "hello").exit_code == 0

@@ -221,14 +221,12 @@ def redis_holds(client: Any, word: bytes) -> list[bytes]:
 
 @pytest.mark.parametrize("what", ["memory", "turn"])
 def test_after_a_purge_redis_holds_nothing_of_the_purged_text(
-    rheo, api, store, redis_server, client, tenant, monkeypatch, what
+    rheo, fake_model, store, redis_server, client, tenant, monkeypatch, what
 ):
-    from fakeapi import text
-
     monkeypatch.setenv("RHEO_REDIS_URL", redis_server[1])
     mark = "ZORBLAX77"
     if what == "turn":  # learnt in the turn itself ("remember that ..."), from turn 1
-        api.queue(text("Noted."))
+        fake_model.add("Noted.")
         assert rheo("ask", f"remember that the courier is {mark}").exit_code == 0
     else:
         assert rheo("memory", "add", "--topic", "courier", f"The courier is {mark}").exit_code == 0
@@ -243,12 +241,10 @@ def test_after_a_purge_redis_holds_nothing_of_the_purged_text(
 
 
 def test_a_secret_the_person_asked_to_forget_leaves_redis(
-    rheo, api, store, redis_server, client, tenant, monkeypatch
+    rheo, fake_model, store, redis_server, client, tenant, monkeypatch
 ):
-    from fakeapi import text
-
     monkeypatch.setenv("RHEO_REDIS_URL", redis_server[1])
-    api.default = text("Done.")
+    fake_model.default = "Done."
     label = "Ana's passport number is X1234567"
     assert rheo("memory", "add", "--topic", "passport", label).exit_code == 0
     assert rheo("memory", "add", "--topic", "pet", FACT).exit_code == 0

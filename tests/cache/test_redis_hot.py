@@ -81,17 +81,17 @@ def test_tenants_have_their_own_keys(rheo, redis_client, tenant, monkeypatch):
     assert cached[b"_complete"] == b"1" and not any(f.startswith(b"item:") for f in cached)
 
 
-def test_redis_down_the_chat_goes_on_with_one_notice(rheo, api, tenant, monkeypatch):
-    from fakeapi import text
+def test_redis_down_the_chat_goes_on_with_one_notice(rheo, fake_model, tenant, monkeypatch):
+    from helpers import request_text
 
     monkeypatch.setenv("RHEO_REDIS_URL", f"redis://127.0.0.1:{closed_port()}/0")
     assert rheo("memory", "add", "--topic", "pet", "The cat is called Miso").exit_code == 0
-    api.queue(text("Miso."))
+    fake_model.add("Miso.")
     result = rheo("ask", "what is my cat called?")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Miso.\n"
     assert result.stderr.count("Redis cache is not usable") == 1
-    sent = json.dumps(api.last.body)
+    sent = request_text(fake_model.last)
     assert "The cat is called Miso" in sent  # memory came from the store
 
 

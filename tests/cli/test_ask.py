@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
-from fakeapi import text
+from fakeprovider import Canned
 from helpers import db_rows, request_text
 
+from rheo_cli.providers.base import Usage
 
-def test_ask_prints_only_the_reply_and_stores_both_turns(rheo, api, home):
-    api.queue(text("Paris is the capital.", chunks=3))
+
+def test_ask_prints_only_the_reply_and_stores_both_turns(rheo, fake_model, home):
+    fake_model.add(Canned("Paris is the capital.", chunks=3))
     result = rheo("ask", "What", "is", "the", "capital?")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Paris is the capital.\n"
@@ -18,23 +20,20 @@ def test_ask_prints_only_the_reply_and_stores_both_turns(rheo, api, home):
         ("user", "What is the capital?", None),
         ("assistant", "Paris is the capital.", "ok"),
     ]
-    body = api.last.body
-    assert body["stream"] is True
-    assert body["model"] == "claude-sonnet-5-5"
+    request = fake_model.last
+    assert fake_model.streamed[-1] is True
+    assert request.model == "claude-sonnet-5-5"
     # nothing remembered yet: the message alone, no stray "---" above it
-    assert body["messages"][-1]["content"][-1]["text"] == "What is the capital?"
+    assert request.messages[-1]["content"][-1]["text"] == "What is the capital?"
 
 
-def test_ask_json_has_reply_session_turn_ids_usage(rheo, api):
-    api.queue(
-        text(
+def test_ask_json_has_reply_session_turn_ids_usage(rheo, fake_model):
+    fake_model.add(
+        Canned(
             "hi",
-            usage={
-                "input_tokens": 42,
-                "output_tokens": 7,
-                "cache_read_input_tokens": 30,
-                "cache_creation_input_tokens": 5,
-            },
+            usage=Usage(
+                input_tokens=42, output_tokens=7, cache_read_tokens=30, cache_write_tokens=5
+            ),
         )
     )
     result = rheo("ask", "--json", "hello")
@@ -51,11 +50,11 @@ def test_ask_json_has_reply_session_turn_ids_usage(rheo, api):
     }
 
 
-def test_followup_in_same_session_carries_earlier_turns(rheo, api):
-    api.queue(text("Noted: your cat is Miso."), text("Miso."))
+def test_followup_in_same_session_carries_earlier_turns(rheo, fake_model):
+    fake_model.add("Noted: your cat is Miso.", "Miso.")
     assert rheo("ask", "My cat is called Miso.").exit_code == 0
     assert rheo("ask", "What is my cat called?").exit_code == 0
-    sent = request_text(api.last)
+    sent = request_text(fake_model.last)
     assert "=== CURRENT SESSION ===" in sent
     assert "user: My cat is called Miso." in sent
     assert "assistant: Noted: your cat is Miso." in sent

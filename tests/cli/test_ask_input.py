@@ -9,6 +9,7 @@ import sys
 import time
 
 import netguard
+import pytest
 from fakeapi import text
 from helpers import REPO, db_rows, run_rheo
 
@@ -17,51 +18,51 @@ def user_turns(home):
     return [r[0] for r in db_rows(home, "SELECT content FROM turns WHERE role='user' ORDER BY id")]
 
 
-def test_question_from_stdin(rheo, api, home):
+def test_question_from_stdin(rheo, fake_model, home):
     result = rheo("ask", input="what is 2+2?\n")
     assert result.exit_code == 0, result.stderr
     assert user_turns(home) == ["what is 2+2?"]
 
 
-def test_stdin_is_a_document_after_the_argument(rheo, api, home):
+def test_stdin_is_a_document_after_the_argument(rheo, fake_model, home):
     result = rheo("ask", "summarise this", input="line one\nline two\n")
     assert result.exit_code == 0
     assert user_turns(home) == ["summarise this\n\n<stdin>\nline one\nline two\n</stdin>"]
-    assert api.last.body["messages"][0]["content"][-1]["text"] == (
+    assert fake_model.last.messages[0]["content"][-1]["text"] == (
         "summarise this\n\n<stdin>\nline one\nline two\n</stdin>"
     )
 
 
-def test_empty_question_is_a_usage_error(rheo, api, home):
+def test_empty_question_is_a_usage_error(rheo, fake_model, home):
     for args, stdin in ((["ask"], ""), (["ask"], "  \n\n "), (["ask", "  "], None)):
         result = rheo(*args, input=stdin)
         assert result.exit_code == 2, result.stderr
         assert "nothing to ask" in result.stderr
-    assert api.requests == []
+    assert fake_model.requests == []
 
 
-def test_binary_stdin_is_refused(rheo, api, home):
+def test_binary_stdin_is_refused(rheo, fake_model, home):
     result = rheo("ask", input=b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     assert result.exit_code == 2
     assert "binary" in result.stderr and "Traceback" not in result.stderr
-    assert api.requests == []
+    assert fake_model.requests == []
 
 
-def test_invalid_utf8_on_stdin_replaces_only_the_bad_bytes(rheo, api, home):
+def test_invalid_utf8_on_stdin_replaces_only_the_bad_bytes(rheo, fake_model, home):
     result = rheo("ask", input="café 日本 ".encode() + b"\xff\xfe" + " crème".encode())
     assert result.exit_code == 0
     assert "stdin is not valid UTF-8: 2 invalid byte sequences replaced by U+FFFD" in result.stderr
     assert user_turns(home) == ["café 日本 \ufffd\ufffd crème"]
 
 
-def test_a_latin1_document_on_stdin_keeps_its_letters(rheo, api, home):
+def test_a_latin1_document_on_stdin_keeps_its_letters(rheo, fake_model, home):
     result = rheo("ask", input="Grüße aus Köln, señor – 20 €".encode("cp1252"))
     assert result.exit_code == 0
     assert "stdin is not valid UTF-8: read as Latin-1 (Windows-1252)" in result.stderr
     assert user_turns(home) == ["Grüße aus Köln, señor – 20 €"]
 
 
-def test_ten_megabytes_on_stdin_is_stored_whole(rheo, api, home):
+def test_ten_megabytes_on_stdin_is_stored_whole(rheo, fake_model, home):
     big = ("All work and no play makes Jack a dull boy. " * 240_000)[:10_000_000]
     rheo("ask", "first question")
     result = rheo("ask", input=big)
@@ -71,13 +72,13 @@ def test_ten_megabytes_on_stdin_is_stored_whole(rheo, api, home):
     assert len(stored) == len(big.strip("\n")) and stored == big.strip("\n")
     # The next request's context holds the big turn clipped, within the budget.
     rheo("ask", "and now?")
-    sent = api.last.body["messages"][0]["content"][-1]["text"]
+    sent = fake_model.last.messages[0]["content"][-1]["text"]
     context_part = sent.rsplit("\n---\n", 1)[0]
     assert len(context_part) < 2000 * 4 + 500
     assert "characters left out; full text in turn #3" in context_part
 
 
-def test_profiles_isolate_turns(rheo, api, home):
+def test_profiles_isolate_turns(rheo, fake_model, home):
     rheo("--profile", "work", "ask", "the quarterly report")
     rheo("ask", "--profile", "home", "the garden")
     found = rheo("history", "search", "report", "--profile", "home")
@@ -97,6 +98,7 @@ def _env(api, home, **extra):
     }
 
 
+@pytest.mark.boundary
 def test_subprocess_ask_raw_stdout_when_piped(api, home):
     api.queue(text("**bold** reply", chunks=4))
     proc = run_rheo("ask", "hi", env=_env(api, home))
@@ -105,6 +107,7 @@ def test_subprocess_ask_raw_stdout_when_piped(api, home):
     assert proc.stderr == b""
 
 
+@pytest.mark.boundary
 def test_closed_pipe_exits_quietly_and_keeps_the_whole_reply(api, home):
     lines = "".join(f"line {n}\n" for n in range(400))
     api.queue(text(lines, chunks=[f"line {n}\n" for n in range(400)], chunk_delay=0.002))
@@ -127,6 +130,7 @@ def test_closed_pipe_exits_quietly_and_keeps_the_whole_reply(api, home):
     assert tuple(stored) == (lines.strip(), "ok")
 
 
+@pytest.mark.boundary
 def test_ctrl_c_keeps_the_partial_reply_and_exits_130(api, home):
     pieces = [f"word{n} " for n in range(200)]
     api.queue(text("".join(pieces), chunks=pieces, chunk_delay=0.05))
@@ -152,6 +156,7 @@ def test_ctrl_c_keeps_the_partial_reply_and_exits_130(api, home):
     assert content.startswith("word0 word1") and len(content) < len("".join(pieces))
 
 
+@pytest.mark.boundary
 def test_commands_without_a_model_do_not_import_the_sdk_or_prompt_toolkit(home):
     code = (
         "import sys; from rheo_cli.cli.main import app\n"

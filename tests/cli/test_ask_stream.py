@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 
-from fakeapi import text, tool_use
+from fakeprovider import Canned
 from helpers import db_rows
 
+from rheo_cli.providers.base import Usage
 
-def test_json_stream_prints_one_event_per_line_ending_in_usage_and_final(rheo, api):
-    api.queue(
-        text("Paris is the capital.", chunks=3, usage={"input_tokens": 9, "output_tokens": 4})
+
+def test_json_stream_prints_one_event_per_line_ending_in_usage_and_final(rheo, fake_model):
+    fake_model.add(
+        Canned("Paris is the capital.", chunks=3, usage=Usage(input_tokens=9, output_tokens=4))
     )
     result = rheo("ask", "--json-stream", "capital?")
     assert result.exit_code == 0, result.stderr
@@ -23,9 +25,9 @@ def test_json_stream_prints_one_event_per_line_ending_in_usage_and_final(rheo, a
     assert events[-1]["reply"] == "Paris is the capital." and events[-1]["session_number"] == 1
 
 
-def test_json_stream_reports_the_memory_the_model_wrote(rheo, api, home):
+def test_json_stream_reports_the_memory_the_model_wrote(rheo, fake_model, home):
     fact = {"category": "preference", "topic": "ana drink", "label": "Ana prefers green tea"}
-    api.queue(tool_use("write_memory", fact), text("Noted."))
+    fake_model.add(Canned(tool_calls=[("write_memory", fact)]), "Noted.")
     result = rheo("ask", "--json-stream", "Ana prefers green tea, remember")
     assert result.exit_code == 0, result.stderr
     tools = [e for e in map(json.loads, result.stdout.splitlines()) if e["type"] == "tool"]
@@ -33,9 +35,9 @@ def test_json_stream_reports_the_memory_the_model_wrote(rheo, api, home):
     assert db_rows(home, "SELECT count(*) FROM memory_items")[0][0] == 1
 
 
-def test_a_memory_the_model_writes_is_noted_on_stderr(rheo, api):
+def test_a_memory_the_model_writes_is_noted_on_stderr(rheo, fake_model):
     fact = {"category": "preference", "topic": "ana drink", "label": "Ana prefers green tea"}
-    api.queue(tool_use("write_memory", fact), text("Noted."))
+    fake_model.add(Canned(tool_calls=[("write_memory", fact)]), "Noted.")
     result = rheo("ask", "Ana prefers green tea")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Noted.\n"

@@ -8,9 +8,8 @@ import json
 from datetime import datetime
 
 import pytest
-from fakeapi import text
-from fakeprovider import Canned
-from helpers import db_rows, facts_reply, kind_of, route
+from fakeprovider import Canned, facts
+from helpers import db_rows, kind_of, route
 
 T0 = datetime.fromisoformat("2026-03-16T09:00:00+01:00")
 SARAH_PROMPT = "You are Sarah, the customer service assistant of Acme Plumbing."
@@ -33,11 +32,9 @@ def team(home, monkeypatch):
     return home
 
 
-def injected_text(recorded) -> str:
+def injected_text(request) -> str:
     """The user message of a request (not its system prompt)."""
-    return "".join(
-        b["text"] for b in recorded.body["messages"][0]["content"] if b.get("type") == "text"
-    )
+    return "".join(b["text"] for b in request.messages[0]["content"] if b.get("type") == "text")
 
 
 def add(rheo, text_, topic, *extra):
@@ -187,11 +184,11 @@ def test_context_preview_for_an_assistant(rheo, team):
     assert SARAH_PROMPT in shown and "Prefers email over SMS" in shown
 
 
-def test_the_extractor_marks_facts_shared_or_for_the_assistant(rheo, api, team):
+def test_the_extractor_marks_facts_shared_or_for_the_assistant(rheo, fake_model, team):
     route(
-        api,
-        chat=text("Noted, I'll email them."),
-        extract=facts_reply(
+        fake_model,
+        chat="Noted, I'll email them.",
+        extract=facts(
             {
                 "relation": "new",
                 "category": "operations",
@@ -214,10 +211,10 @@ def test_the_extractor_marks_facts_shared_or_for_the_assistant(rheo, api, team):
     said = "We're 5 people now. Sarah, please send follow-ups by email, not SMS."
     assert rheo("ask", "--assistant", "sarah", said).exit_code == 0
     assert rheo("maintain").exit_code == 0
-    extract = next(r for r in api.message_requests if kind_of(r) == "extract")
+    extract = next(r for r in fake_model.requests if kind_of(r) == "extract")
     assert "Conversation with the assistant: sarah (customer service)" in injected_text(extract)
-    tool = extract.body["tools"][0]
-    scope = tool["input_schema"]["properties"]["facts"]["items"]["properties"]["scope"]
+    tool = extract.tools[0]
+    scope = tool.input_schema["properties"]["facts"]["items"]["properties"]["scope"]
     assert scope["enum"] == ["shared", "assistant"]
     rows = db_rows(team, "SELECT label, assistant FROM memory_items ORDER BY id")
     assert [(r["label"], r["assistant"]) for r in rows] == [
@@ -227,10 +224,10 @@ def test_the_extractor_marks_facts_shared_or_for_the_assistant(rheo, api, team):
     assert set(listed(rheo, "-a", "marcus")) == {"Company has 5 employees"}
 
 
-def test_without_an_assistant_every_extracted_fact_is_shared(rheo, api, team):
+def test_without_an_assistant_every_extracted_fact_is_shared(rheo, fake_model, team):
     route(
-        api,
-        extract=facts_reply(
+        fake_model,
+        extract=facts(
             {
                 "category": "preference",
                 "topic": "tea",
@@ -241,7 +238,7 @@ def test_without_an_assistant_every_extracted_fact_is_shared(rheo, api, team):
     )
     assert rheo("ask", "I like green tea").exit_code == 0
     assert rheo("maintain").exit_code == 0
-    extract = next(r for r in api.message_requests if kind_of(r) == "extract")
+    extract = next(r for r in fake_model.requests if kind_of(r) == "extract")
     assert "Conversation with the assistant:" not in injected_text(extract)
     rows = db_rows(team, "SELECT label, assistant FROM memory_items")
     assert [(r["label"], r["assistant"]) for r in rows] == [("Likes green tea", None)]

@@ -9,10 +9,11 @@ import sys
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from fakeapi import error, text
+from fakeprovider import Canned, api_error
 from helpers import db_rows, run_rheo
 
 from rheo_cli.memory.retrieval.timeexpr import future_date
+from rheo_cli.providers.base import Usage
 
 NOW = "2026-11-25T10:00:00+00:00"  # a Wednesday
 
@@ -50,6 +51,7 @@ def test_install_completion_writes_the_shell_setup(rheo, tmp_path):
     assert "rheo.sh" in (tmp_path / ".bashrc").read_text()
 
 
+@pytest.mark.boundary
 def test_completion_of_commands_options_profiles_and_memory_ids(rheo, home):
     rheo("memory", "add", "Ana likes green tea", "-t", "ana.drink")
     rheo("-p", "work", "memory", "add", "Deploys happen on Fridays", "-t", "deploy")
@@ -65,6 +67,7 @@ def test_completion_of_commands_options_profiles_and_memory_ids(rheo, home):
     assert "Deploys happen on Fridays" in work_ids and "Ana" not in work_ids
 
 
+@pytest.mark.boundary
 def test_completion_creates_no_store(home):
     _complete(home, "rheo memory pin ")
     assert not (home / "rheo.db").exists()
@@ -141,11 +144,11 @@ def test_config_edit_saves_a_good_edit_and_keeps_the_old_file_on_a_bad_one(
 # --- 3. first run and retry --------------------------------------------------------------
 
 
-def test_ask_retry_resends_the_failed_question_without_storing_it_again(rheo, api, home):
-    api.queue(error(400, "invalid_request_error", "bad request"))
+def test_ask_retry_resends_the_failed_question_without_storing_it_again(rheo, fake_model, home):
+    fake_model.add(Canned(error=api_error(400, "invalid_request_error", "bad request")))
     failed = rheo("ask", "what is the plan?")
     assert failed.exit_code == 1 and "--retry" in failed.stderr
-    api.queue(text("Here is the plan."))
+    fake_model.add("Here is the plan.")
     retried = rheo("ask", "--retry")
     assert retried.exit_code == 0, retried.stderr
     assert "Here is the plan." in retried.stdout
@@ -155,7 +158,7 @@ def test_ask_retry_resends_the_failed_question_without_storing_it_again(rheo, ap
         ("assistant", "", "error"),
         ("assistant", "Here is the plan.", "ok"),
     ]
-    assert "what is the plan?" in api.last.body["messages"][0]["content"][-1]["text"]
+    assert "what is the plan?" in fake_model.last.messages[0]["content"][-1]["text"]
     again = rheo("ask", "--retry")
     assert again.exit_code == 2 and "nothing to retry" in again.stderr
     assert rheo("ask", "--retry", "new question").exit_code == 2
@@ -165,9 +168,9 @@ def test_ask_retry_resends_the_failed_question_without_storing_it_again(rheo, ap
 
 
 def test_continue_keeps_the_session_past_the_gap_and_session_picks_one(
-    rheo, api, home, monkeypatch
+    rheo, fake_model, home, monkeypatch
 ):
-    api.default = text("ok")
+    fake_model.default = "ok"
     monkeypatch.setenv("RHEO_NOW", "2026-11-25T09:00:00+00:00")
     rheo("ask", "first")
     monkeypatch.setenv("RHEO_NOW", "2026-11-25T15:00:00+00:00")  # 6 h later: past the gap
@@ -182,9 +185,9 @@ def test_continue_keeps_the_session_past_the_gap_and_session_picks_one(
     assert missing.exit_code == 2 and "no session s9" in missing.stderr
 
 
-def test_sessions_show_prints_a_transcript_and_markdown(rheo, api, monkeypatch):
+def test_sessions_show_prints_a_transcript_and_markdown(rheo, fake_model, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", NOW)
-    api.queue(text("Tomatoes like **sun**."))
+    fake_model.add("Tomatoes like **sun**.")
     rheo("ask", "How do tomatoes grow?")
     plain = rheo("sessions", "show", "1")
     assert plain.exit_code == 0
@@ -197,12 +200,17 @@ def test_sessions_show_prints_a_transcript_and_markdown(rheo, api, monkeypatch):
     assert rheo("sessions", "show", "x").exit_code == 2
 
 
-def test_system_usage_and_no_stream(rheo, api):
-    api.queue(text("Short answer.", usage={"cache_read_input_tokens": 1234}))
+def test_system_usage_and_no_stream(rheo, fake_model):
+    fake_model.add(
+        Canned(
+            "Short answer.",
+            usage=Usage(input_tokens=10, output_tokens=5, cache_read_tokens=1234),
+        )
+    )
     result = rheo("ask", "-s", "Answer like a pirate.", "-u", "--no-stream", "hi")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.strip() == "Short answer."
-    system = [b["text"] for b in api.last.body["system"]]
+    system = [b.text for b in fake_model.last.system]
     assert system[-1] == "Answer like a pirate."
     assert len(system) >= 3  # rheo's own prompt and clock come first
     assert "1,234 read from cache" in result.stderr and "tokens:" in result.stderr
@@ -280,8 +288,8 @@ def test_memory_list_all_is_sorted_like_list(rheo):
     assert everything[:2] == listed and len(everything) == 3
 
 
-def test_session_and_job_numbers_are_per_profile(rheo, api, home):
-    api.default = text("ok")
+def test_session_and_job_numbers_are_per_profile(rheo, fake_model, home):
+    fake_model.default = "ok"
     rheo("ask", "in default")
     rheo("-p", "work", "ask", "in work")
     listed = rheo("-p", "work", "sessions", "list").stdout
@@ -346,6 +354,7 @@ def test_every_command_has_help_text_and_an_example(rheo):
         assert "Example" in result.stdout and "rheo " in result.stdout.split("Example")[1], path
 
 
+@pytest.mark.boundary
 def test_root_help_groups_commands():
     result = run_rheo("--help")
     out = result.stdout.decode()

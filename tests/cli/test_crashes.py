@@ -20,7 +20,7 @@ from rheo_cli.memory.store import db
 from rheo_cli.memory.store.sqlite import health
 from rheo_cli.memory.store.sqlite.migrations import SCHEMA_VERSION, migrate
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.boundary]  # rheo processes killed mid-way
 
 FULL_SWEEP = os.environ.get("RHEO_CRASH_SWEEP") == "full"
 """Every point on each of three days (42 kills of `ask` and `maintain`), as RELIABILITY.md

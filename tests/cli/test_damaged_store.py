@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 from fakeapi import text
+from fakeprovider import FakeProvider, facts
 from helpers import db_rows, facts_reply, route
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -53,13 +54,18 @@ SAID = {
 """What the one note line says for each damage."""
 
 
-def _seed(rheo, api, monkeypatch):
-    """Two sessions with turns (one in Chinese), a memory item and a digest."""
-    route(
-        api,
-        chat=text("Noted."),
-        extract=facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9}),
-    )
+def _seed(rheo, model, monkeypatch):
+    """Two sessions with turns (one in Chinese), a memory item and a digest; ``model`` is the
+    in-process fake model, or the fake API of a boundary test."""
+    if isinstance(model, FakeProvider):
+        chat, extract = (
+            "Noted.",
+            facts({"topic": "city", "label": "Lives in Porto", "confidence": 0.9}),
+        )
+    else:
+        chat = text("Noted.")
+        extract = facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9})
+    route(model, chat=chat, extract=extract)
     monkeypatch.setenv("RHEO_NOW", "2026-03-03T10:00:00+00:00")
     assert rheo("ask", "I live in Porto and like trains.").exit_code == 0
     assert rheo("ask", "我喜欢火车").exit_code == 0
@@ -80,13 +86,13 @@ def _ledger(home):
 
 
 @pytest.mark.parametrize("case", list(DAMAGE))
-def test_ask_answers_through_damage_and_says_so_once(rheo, api, home, monkeypatch, case):
-    _seed(rheo, api, monkeypatch)
+def test_ask_answers_through_damage_and_says_so_once(rheo, fake_model, home, monkeypatch, case):
+    _seed(rheo, fake_model, monkeypatch)
     assert db_rows(home, "SELECT count(*) FROM memory_items")[0][0] == 1
     assert db_rows(home, "SELECT count(*) FROM digests")[0][0] == 1
     before = _ledger(home)
     _damage(home, DAMAGE[case])
-    api.requests.clear()
+    fake_model.requests.clear()
     result = rheo("ask", "Which city do I like, Porto trains 我喜欢火车?")
     if case == "sessions table missing":
         # the ledger itself cannot be written: the reply still comes, with what can be read
@@ -99,7 +105,7 @@ def test_ask_answers_through_damage_and_says_so_once(rheo, api, home, monkeypatc
             "doctor' checks the store",
             "rheo: note: this exchange was not stored: database error: no such table: sessions",
         ]
-        asked = "".join(p["text"] for p in api.last.body["messages"][-1]["content"])
+        asked = "".join(p["text"] for p in fake_model.last.messages[-1]["content"])
         assert "Lives in Porto" in asked.split("\n---\n")[0]  # current memory was read
         assert _ledger(home) == before
         return
@@ -116,8 +122,8 @@ def test_ask_answers_through_damage_and_says_so_once(rheo, api, home, monkeypatc
     ]
 
 
-def test_repl_answers_through_a_missing_table(api, home, rheo, monkeypatch):
-    _seed(rheo, api, monkeypatch)
+def test_repl_answers_through_a_missing_table(fake_model, home, rheo, monkeypatch):
+    _seed(rheo, fake_model, monkeypatch)
     _damage(home, DAMAGE["items table missing"])
     out = io.StringIO()
     rt = runtime.build()
@@ -145,6 +151,7 @@ def _full_disk():
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 
 
+@pytest.mark.boundary
 def test_background_work_on_a_full_disk_fails_cleanly_and_the_chat_goes_on(
     rheo, api, home, monkeypatch
 ):
@@ -192,8 +199,8 @@ def _doctor(rheo, *args):
     return out.exit_code, json.loads(out.stdout)
 
 
-def test_doctor_is_healthy_on_a_sound_store(rheo, api, home, monkeypatch):
-    _seed(rheo, api, monkeypatch)
+def test_doctor_is_healthy_on_a_sound_store(rheo, fake_model, home, monkeypatch):
+    _seed(rheo, fake_model, monkeypatch)
     code, report = _doctor(rheo)
     assert code == 0 and report["healthy"], report
     names = {c["name"] for c in report["checks"]}
@@ -212,8 +219,10 @@ def test_doctor_is_healthy_on_a_sound_store(rheo, api, home, monkeypatch):
         "digests index missing",
     ],
 )
-def test_doctor_finds_and_repair_rebuilds_damaged_indexes(rheo, api, home, monkeypatch, case):
-    _seed(rheo, api, monkeypatch)
+def test_doctor_finds_and_repair_rebuilds_damaged_indexes(
+    rheo, fake_model, home, monkeypatch, case
+):
+    _seed(rheo, fake_model, monkeypatch)
     ledger = _ledger(home)
     _damage(home, DAMAGE[case])
     code, report = _doctor(rheo)
@@ -230,9 +239,9 @@ def test_doctor_finds_and_repair_rebuilds_damaged_indexes(rheo, api, home, monke
 
 
 def test_doctor_reports_loose_permissions_failed_jobs_and_a_missing_key(
-    rheo, api, home, monkeypatch
+    rheo, fake_model, home, monkeypatch
 ):
-    _seed(rheo, api, monkeypatch)
+    _seed(rheo, fake_model, monkeypatch)
     os.chmod(home / "rheo.db", 0o644)
     conn = sqlite3.connect(home / "rheo.db")
     conn.execute("UPDATE jobs SET status = 'failed', last_error = 'x' WHERE id = 1")
@@ -250,8 +259,8 @@ def test_doctor_reports_loose_permissions_failed_jobs_and_a_missing_key(
     assert {c["name"] for c in report["checks"] if not c["ok"]} == {"api key", "jobs"}
 
 
-def test_doctor_repair_queues_missing_digests(rheo, api, home, monkeypatch):
-    _seed(rheo, api, monkeypatch)
+def test_doctor_repair_queues_missing_digests(rheo, fake_model, home, monkeypatch):
+    _seed(rheo, fake_model, monkeypatch)
     conn = sqlite3.connect(home / "rheo.db")
     conn.execute("DELETE FROM jobs WHERE kind = 'digest'")
     conn.execute("DROP TRIGGER digests_no_delete")
@@ -263,8 +272,10 @@ def test_doctor_repair_queues_missing_digests(rheo, api, home, monkeypatch):
     assert db_rows(home, "SELECT count(*) FROM jobs WHERE kind = 'digest'")[0][0] == 1
 
 
-def test_doctor_reports_a_newer_schema_and_an_unreadable_config(rheo, api, home, monkeypatch):
-    _seed(rheo, api, monkeypatch)
+def test_doctor_reports_a_newer_schema_and_an_unreadable_config(
+    rheo, fake_model, home, monkeypatch
+):
+    _seed(rheo, fake_model, monkeypatch)
     conn = sqlite3.connect(home / "rheo.db")
     conn.execute("PRAGMA user_version = 99")
     conn.close()
@@ -286,9 +297,9 @@ def test_fts_checks_pass_on_a_fresh_and_a_repaired_store(tmp_path):
 
 
 def test_doctor_finds_and_repair_recounts_a_session_whose_counters_are_stale(
-    rheo, api, home, monkeypatch
+    rheo, fake_model, home, monkeypatch
 ):
-    _seed(rheo, api, monkeypatch)
+    _seed(rheo, fake_model, monkeypatch)
     ledger = _ledger(home)
     conn = sqlite3.connect(home / "rheo.db")
     conn.execute("UPDATE sessions SET turns = turns - 1, last_turn_at = started_at")

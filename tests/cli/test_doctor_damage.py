@@ -26,6 +26,7 @@ from typing import Any
 import netguard
 import pytest
 from fakeapi import text
+from fakeprovider import FakeProvider
 from helpers import REPO, api_env, db_rows
 
 from rheo_cli.app.errors import Unavailable, database_message
@@ -52,9 +53,10 @@ def _run(api: Any, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _seed(rheo: Any, api: Any, turns: int = 120) -> None:
-    """Enough turns that ``turns`` spans many pages; a fact; the WAL folded into the file."""
-    api.default = text("ok")
+def _seed(rheo: Any, model: Any, turns: int = 120) -> None:
+    """Enough turns that ``turns`` spans many pages; a fact; the WAL folded into the file.
+    ``model``: the in-process fake model, or the fake API of a boundary test."""
+    model.default = "ok" if isinstance(model, FakeProvider) else text("ok")
     for n in range(turns // 2):
         assert rheo("ask", f"message {n} about the lighthouse " + "words " * 40).exit_code == 0
     assert rheo("memory", "add", "Prefers the window seat", "-t", "seat").exit_code == 0
@@ -80,8 +82,8 @@ def _garble_root(home: Path, table: str) -> None:
 
 
 @pytest.mark.parametrize("table", ["turns", "sessions"])
-def test_a_damaged_page_gives_the_whole_check_list(rheo, api, home, table):
-    _seed(rheo, api)
+def test_a_damaged_page_gives_the_whole_check_list(rheo, fake_model, home, table):
+    _seed(rheo, fake_model)
     _garble_root(home, table)
     for args in (("doctor",), ("doctor", "--repair")):
         out = rheo(*args, "--json")
@@ -107,6 +109,7 @@ def test_a_damaged_page_gives_the_whole_check_list(rheo, api, home, table):
     assert "Traceback" not in shown.stderr and len(shown.stderr.splitlines()) == 1
 
 
+@pytest.mark.boundary
 def test_a_read_only_file_is_not_blamed_on_the_search_indexes(rheo, api, home):
     _seed(rheo, api, turns=4)
     _checkpoint(home)
@@ -125,6 +128,7 @@ def test_a_read_only_file_is_not_blamed_on_the_search_indexes(rheo, api, home):
     assert repaired.returncode == 1 and json.loads(repaired.stdout)["repaired"] == []
 
 
+@pytest.mark.boundary
 def test_a_read_only_folder_is_read_by_the_reading_commands(rheo, api, home, tmp_path):
     _seed(rheo, api, turns=6)
     gc.collect()
@@ -179,8 +183,8 @@ def test_a_read_only_folder_is_read_by_the_reading_commands(rheo, api, home, tmp
 
 
 @pytest.mark.parametrize("table", ["jobs", "memory_items", "sessions", "kb_chunks", "purges"])
-def test_repair_makes_a_dropped_table_again(rheo, api, home, tmp_path, table):
-    _seed(rheo, api, turns=6)
+def test_repair_makes_a_dropped_table_again(rheo, fake_model, home, tmp_path, table):
+    _seed(rheo, fake_model, turns=6)
     doc = tmp_path / "notes.md"
     doc.write_text("# Lighthouse\n\nThe keeper lives there.\n")
     assert rheo("kb", "add", str(doc)).exit_code == 0
@@ -218,6 +222,7 @@ def test_io_errors_are_told_apart():
     assert "disk full" not in said and "-wal" in said and "SQLITE_IOERR_SHORT_READ" in said
 
 
+@pytest.mark.boundary
 def test_a_wal_removed_under_a_running_rheo_loses_nothing(rheo, api, home, monkeypatch):
     """A REPL-like process (one runtime, turn after turn) whose -wal file is removed: the next
     command in another process is told why it cannot read, not "is the disk full?"; the

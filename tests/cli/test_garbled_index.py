@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import text
-from helpers import db_rows, facts_reply, route
+from fakeprovider import facts
+from helpers import db_rows, route
 
 from rheo_cli.memory.store.errors import DatabaseError
 from rheo_cli.memory.store.sqlite import health
@@ -36,14 +36,14 @@ OTHER_DAMAGE = {
 }
 
 
-def _seed(rheo: Any, api: Any, monkeypatch: Any, tmp_path: Path) -> None:
+def _seed(rheo: Any, fake_model: Any, monkeypatch: Any, tmp_path: Path) -> None:
     """Turns (one in Japanese), a fact, a digest and a knowledge document: every index holds
     rows."""
     route(
-        api,
-        chat=text("Noted."),
-        extract=facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9}),
-        digest=text(json.dumps({"narrative": "Talked about Porto and trains."})),
+        fake_model,
+        chat="Noted.",
+        extract=facts({"topic": "city", "label": "Lives in Porto", "confidence": 0.9}),
+        digest=json.dumps({"narrative": "Talked about Porto and trains."}),
     )
     monkeypatch.setenv("RHEO_NOW", "2026-03-03T10:00:00+00:00")
     assert rheo("ask", "I live in Porto and like trains.").exit_code == 0
@@ -94,8 +94,10 @@ def _healthy(rheo: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("index", list(GARBLE))
-def test_ask_stores_the_turn_through_a_garbled_index(rheo, api, home, monkeypatch, tmp_path, index):
-    _seed(rheo, api, monkeypatch, tmp_path)
+def test_ask_stores_the_turn_through_a_garbled_index(
+    rheo, fake_model, home, monkeypatch, tmp_path, index
+):
+    _seed(rheo, fake_model, monkeypatch, tmp_path)
     before = _ledger(home)
     _damage(home, GARBLE[index])
     assert not _opens(home, index)  # the damage is real: FTS5 cannot open the index
@@ -125,9 +127,9 @@ def test_ask_stores_the_turn_through_a_garbled_index(rheo, api, home, monkeypatc
 
 @pytest.mark.parametrize("index", list(GARBLE))
 def test_doctor_repair_recreates_a_garbled_index_twice_over(
-    rheo, api, home, monkeypatch, tmp_path, index
+    rheo, fake_model, home, monkeypatch, tmp_path, index
 ):
-    _seed(rheo, api, monkeypatch, tmp_path)
+    _seed(rheo, fake_model, monkeypatch, tmp_path)
     ledger = _ledger(home)
     rows = {
         t: [tuple(r) for r in db_rows(home, f"SELECT * FROM {t} ORDER BY id")]
@@ -162,9 +164,9 @@ def test_doctor_repair_recreates_a_garbled_index_twice_over(
 
 @pytest.mark.parametrize("case", list(OTHER_DAMAGE))
 def test_other_damage_that_stops_an_index_opening_is_mended(
-    rheo, api, home, monkeypatch, tmp_path, case
+    rheo, fake_model, home, monkeypatch, tmp_path, case
 ):
-    _seed(rheo, api, monkeypatch, tmp_path)
+    _seed(rheo, fake_model, monkeypatch, tmp_path)
     before = _ledger(home)
     _damage(home, OTHER_DAMAGE[case])
     result = rheo("ask", "Which trains to Porto, ZANZIBAR?")
@@ -177,11 +179,11 @@ def test_other_damage_that_stops_an_index_opening_is_mended(
 
 @pytest.mark.parametrize("index", list(GARBLE))
 def test_writes_other_than_ask_go_through_a_garbled_index(
-    rheo, api, home, monkeypatch, tmp_path, index
+    rheo, fake_model, home, monkeypatch, tmp_path, index
 ):
     """`memory add`, `kb add`, a digest written by `maintain`, `import` and `purge`, each on
     a store whose index was just garbled."""
-    _seed(rheo, api, monkeypatch, tmp_path)
+    _seed(rheo, fake_model, monkeypatch, tmp_path)
     exported = tmp_path / "export.jsonl"
     assert rheo("export", "-o", str(exported)).exit_code == 0
     doc = tmp_path / "more.md"
@@ -218,11 +220,11 @@ def test_writes_other_than_ask_go_through_a_garbled_index(
 
 
 def test_a_turn_is_stored_even_when_its_index_cannot_be_rebuilt(
-    rheo, api, home, monkeypatch, tmp_path
+    rheo, fake_model, home, monkeypatch, tmp_path
 ):
     """The last resort: the rebuild itself fails (here made to); the turn is stored without
     being indexed, the note says so, and `doctor --repair` indexes it."""
-    _seed(rheo, api, monkeypatch, tmp_path)
+    _seed(rheo, fake_model, monkeypatch, tmp_path)
     _damage(home, GARBLE["turns_fts"])
     real = health.rebuild_indexes
 

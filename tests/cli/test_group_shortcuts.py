@@ -54,6 +54,7 @@ def _offered(home, words: str) -> str:
     return result.stdout.decode()
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize(
     ("words", "expected"),
     [

@@ -13,7 +13,8 @@ import time
 
 import netguard
 import pytest
-from fakeapi import error, text, tool_use
+from fakeapi import error, text
+from fakeprovider import Canned
 from helpers import REPO, api_env, db_rows, run_rheo
 
 from rheo_cli.memory.store.errors import Integrity
@@ -34,6 +35,7 @@ def one_line(stderr: bytes | str) -> str:
 # --- secrets ---------------------------------------------------------------------------
 
 
+@pytest.mark.boundary  # the key and the API's error body: the wire
 def test_key_with_a_windows_line_ending_still_works(rheo, api, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-SECRET\r\n")
     result = rheo("ask", "hello")
@@ -41,6 +43,7 @@ def test_key_with_a_windows_line_ending_still_works(rheo, api, monkeypatch):
     assert api.last.headers.get("authorization") == "Bearer sk-ant-api03-SECRET"
 
 
+@pytest.mark.boundary  # the key and the API's error body: the wire
 def test_key_with_inner_space_is_refused_without_printing_it(rheo, api, monkeypatch, home):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03 SECRETPART")
     result = rheo("ask", "hello")
@@ -50,6 +53,7 @@ def test_key_with_inner_space_is_refused_without_printing_it(rheo, api, monkeypa
     assert "SECRETPART" not in stored
 
 
+@pytest.mark.boundary  # the key and the API's error body: the wire
 def test_error_body_echoing_the_key_is_redacted(rheo, api, monkeypatch, home):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-TOPSECRET99")
     api.queue(
@@ -73,14 +77,14 @@ def test_error_body_echoing_the_key_is_redacted(rheo, api, monkeypatch, home):
 @pytest.mark.parametrize(
     "value", ["0999-06-01T00:00:00Z", "9999-12-31T23:30:00Z", "0001-01-01T00:00:00+14:00"]
 )
-def test_rheo_now_out_of_range_is_a_usage_error(rheo, api, monkeypatch, home, value):
+def test_rheo_now_out_of_range_is_a_usage_error(rheo, fake_model, monkeypatch, home, value):
     monkeypatch.setenv("RHEO_NOW", value)
     result = rheo("ask", "x")
     assert result.exit_code == 2 and "between the years" in one_line(result.stderr)
-    assert api.requests == []
+    assert fake_model.requests == []
 
 
-def test_future_dated_turn_does_not_swallow_later_sessions(rheo, api, monkeypatch, home):
+def test_future_dated_turn_does_not_swallow_later_sessions(rheo, fake_model, monkeypatch, home):
     for when in ("2030-01-01T00:00:00Z", "2026-12-01T10:00:00Z", "2026-12-15T10:00:00Z"):
         monkeypatch.setenv("RHEO_NOW", when)
         rheo("ask", "x")
@@ -91,15 +95,16 @@ def test_future_dated_turn_does_not_swallow_later_sessions(rheo, api, monkeypatc
 # --- input -----------------------------------------------------------------------------
 
 
-def test_stdin_over_the_limit_is_refused(rheo, api, monkeypatch):
+def test_stdin_over_the_limit_is_refused(rheo, fake_model, monkeypatch):
     from rheo_cli.cli import inputs
 
     monkeypatch.setattr(inputs, "MAX_STDIN_BYTES", 1000)
     result = rheo("ask", input="x" * 5000)
     assert result.exit_code == 2 and "larger than" in result.stderr
-    assert api.requests == []
+    assert fake_model.requests == []
 
 
+@pytest.mark.boundary
 def test_dev_zero_on_stdin_fails_at_once(api, home):
     start = time.monotonic()
     with open("/dev/zero", "rb") as zero:
@@ -115,6 +120,7 @@ def test_dev_zero_on_stdin_fails_at_once(api, home):
     assert time.monotonic() - start < 30
 
 
+@pytest.mark.boundary
 def test_argument_that_is_not_utf8_has_only_its_invalid_bytes_replaced(api, home):
     proc = subprocess.run(
         [sys.executable, "-m", "rheo_cli", "ask", b"caf\xe9 cr\xe8me"],
@@ -129,6 +135,7 @@ def test_argument_that_is_not_utf8_has_only_its_invalid_bytes_replaced(api, home
     assert db_rows(home, "SELECT content FROM turns WHERE role='user'")[0][0] == "café crème"
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize(
     "args",
     [
@@ -153,6 +160,7 @@ def test_profile_name_with_a_newline_is_refused(rheo):
 # --- output ----------------------------------------------------------------------------
 
 
+@pytest.mark.boundary
 def test_unwritable_stdout_keeps_the_reply(api, home):
     api.queue(text("the answer"))
     with open("/dev/full", "w") as full:
@@ -172,6 +180,7 @@ def test_unwritable_stdout_keeps_the_reply(api, home):
     )
 
 
+@pytest.mark.boundary
 def test_listing_into_a_closed_pipe_exits_zero(api, home):
     from datetime import UTC, datetime, timedelta
 
@@ -208,7 +217,7 @@ def test_listing_into_a_closed_pipe_exits_zero(api, home):
 # --- the store -------------------------------------------------------------------------
 
 
-def test_insert_or_replace_cannot_rewrite_the_ledger(rheo, api, home):
+def test_insert_or_replace_cannot_rewrite_the_ledger(rheo, fake_model, home):
     rheo("ask", "keep me")
     conn = sqlite3.connect(home / "rheo.db")  # a plain connection: no recursive triggers
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -242,7 +251,7 @@ def test_rheo_itself_refuses_insert_or_replace(tmp_path):
         )
 
 
-def test_database_held_past_the_busy_timeout_is_one_line(rheo, api, home, monkeypatch):
+def test_database_held_past_the_busy_timeout_is_one_line(rheo, fake_model, home, monkeypatch):
     from rheo_cli.memory.store import api as store_api
 
     rheo("ask", "first")
@@ -258,7 +267,7 @@ def test_database_held_past_the_busy_timeout_is_one_line(rheo, api, home, monkey
     assert "busy" in one_line(result.stderr)
 
 
-def test_reply_is_stored_when_the_lock_clears_later(rheo, api, home, monkeypatch):
+def test_reply_is_stored_when_the_lock_clears_later(rheo, fake_model, home, monkeypatch):
     """A lock taken while the reply streams: rheo waits again rather than lose the reply."""
     import threading
 
@@ -275,7 +284,10 @@ def test_reply_is_stored_when_the_lock_clears_later(rheo, api, home, monkeypatch
         conn.close()
 
     started = threading.Event()
-    api.handler = lambda rec: (started.set(), text("slow reply", chunk_delay=0.05, chunks=3))[1]
+    fake_model.handler = lambda request: (
+        started.set(),
+        Canned("slow reply", chunk_delay=0.05, chunks=3),
+    )[1]
     thread = threading.Thread(target=hold, args=(started,))
     thread.start()
     result = rheo("ask", "q")
@@ -304,6 +316,7 @@ def test_fractional_max_tokens_is_refused(rheo, home):
 # --- signals and odd replies -------------------------------------------------------------
 
 
+@pytest.mark.boundary
 def test_sigterm_mid_reply_keeps_the_partial_text(api, home):
     pieces = [f"w{n} " for n in range(100)]
     api.queue(text("".join(pieces), chunks=pieces, chunk_delay=0.05))
@@ -322,8 +335,8 @@ def test_sigterm_mid_reply_keeps_the_partial_text(api, home):
     assert status == "interrupted" and content.startswith("w0")
 
 
-def test_tool_calls_without_any_answer_are_an_error(rheo, api, home):
-    api.default = tool_use("chat_search", {"query": "x"})
+def test_tool_calls_without_any_answer_are_an_error(rheo, fake_model, home):
+    fake_model.default = Canned(tool_calls=[("chat_search", {"query": "x"})])
     result = rheo("ask", "q")
     assert result.exit_code == 1 and "no text" in one_line(result.stderr)
     assert db_rows(home, "SELECT status FROM turns WHERE role='assistant'")[0][0] == "error"
@@ -376,6 +389,7 @@ def test_concurrent_replies_are_shown_after_their_questions(tmp_path):
     assert shown == ["question one", "answer one", "question two", "answer two"]
 
 
+@pytest.mark.boundary
 def test_many_processes_at_once_lose_nothing(api, home):
     api.default = text("ok")
     env = env_for(api, home)

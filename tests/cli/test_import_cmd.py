@@ -77,6 +77,7 @@ def test_a_rheo_export_refuses_extract_and_keeps_its_profiles(rheo, home, tmp_pa
     assert [r[0] for r in db_rows(fresh, "SELECT profile FROM memory_items")] == ["work"]
 
 
+@pytest.mark.boundary
 def test_the_alias_says_it_is_one_and_only_import_is_listed() -> None:
     listed = run_rheo("--help").stdout.decode()
     assert "\n  import " in listed and "import-history" not in listed

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import json
 
-from fakeapi import text
 
-
-def seed(rheo, api, monkeypatch):
+def seed(rheo, fake_model, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", "2026-04-01T09:00:00+00:00")
-    api.queue(text("Tomatoes like sun."), text("Water them daily."))
+    fake_model.add("Tomatoes like sun.", "Water them daily.")
     rheo("ask", "How do I grow tomatoes?")
     monkeypatch.setenv("RHEO_NOW", "2026-04-01T09:05:00+00:00")
     rheo("ask", "And watering?")
 
 
-def test_history_recent_and_search_json(rheo, api, monkeypatch):
-    seed(rheo, api, monkeypatch)
+def test_history_recent_and_search_json(rheo, fake_model, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
     recent = json.loads(rheo("history", "recent", "--json").stdout)
     assert [t["role"] for t in recent] == ["user", "assistant", "user", "assistant"]
     for turn in recent:
@@ -30,8 +28,8 @@ def test_history_recent_and_search_json(rheo, api, monkeypatch):
     assert "score" in found[0]
 
 
-def test_history_text_output(rheo, api, monkeypatch):
-    seed(rheo, api, monkeypatch)
+def test_history_text_output(rheo, fake_model, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
     header, *out = rheo("history", "recent").stdout.splitlines()
     assert header.split() == ["id", "when", "session", "role", "text"]
     assert out[0].startswith("#1") and "2026-04-01 09:00" in out[0]
@@ -39,8 +37,8 @@ def test_history_text_output(rheo, api, monkeypatch):
     assert rheo("history", "search", "C++ (").stdout.strip() == "(no turns)"
 
 
-def test_sessions_list_json(rheo, api, monkeypatch):
-    seed(rheo, api, monkeypatch)
+def test_sessions_list_json(rheo, fake_model, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
     sessions = json.loads(rheo("sessions", "list", "--json").stdout)
     assert sessions == [
         {
@@ -54,11 +52,13 @@ def test_sessions_list_json(rheo, api, monkeypatch):
     ]
 
 
-def test_context_json_shows_sections_and_messages_without_a_model_call(rheo, api, monkeypatch):
-    seed(rheo, api, monkeypatch)
-    calls = len(api.requests)
+def test_context_json_shows_sections_and_messages_without_a_model_call(
+    rheo, fake_model, monkeypatch
+):
+    seed(rheo, fake_model, monkeypatch)
+    calls = len(fake_model.requests)
     out = json.loads(rheo("context", "--json", "what", "next?").stdout)
-    assert len(api.requests) == calls  # no model call
+    assert len(fake_model.requests) == calls  # no model call
     assert [s["name"] for s in out["sections"]] == ["CURRENT SESSION"]
     section = out["sections"][0]
     assert set(section) >= {"name", "text", "tokens"}
@@ -68,13 +68,13 @@ def test_context_json_shows_sections_and_messages_without_a_model_call(rheo, api
     assert out["system"][0]["text"].startswith("You are rheo")
     assert out["context_tokens"] <= out["budget"] == 2000
     # the request is exactly what ask would send next
-    api.queue(text("ok"))
+    fake_model.add("ok")
     rheo("ask", "what", "next?")
-    assert api.last.body["messages"] == out["messages"]
+    assert fake_model.last.messages == out["messages"]
 
 
-def test_context_text_output_lists_tokens_per_section(rheo, api, monkeypatch):
-    seed(rheo, api, monkeypatch)
+def test_context_text_output_lists_tokens_per_section(rheo, fake_model, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
     out = rheo("context", "hello").stdout
     assert "=== CURRENT SESSION ===" in out
     assert "CURRENT SESSION" in out.split("tokens (estimated)")[1]
@@ -82,9 +82,9 @@ def test_context_text_output_lists_tokens_per_section(rheo, api, monkeypatch):
 
 
 def test_context_explain_shows_its_table_first_and_the_prompt_only_with_system(
-    rheo, api, monkeypatch
+    rheo, fake_model, monkeypatch
 ):
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     out = rheo("context", "--explain", "hello").stdout
     assert out.startswith("──── tokens (estimated) ────")
     assert "turn:1" in out and "context total" in out
@@ -95,16 +95,16 @@ def test_context_explain_shows_its_table_first_and_the_prompt_only_with_system(
     assert "=== CURRENT SESSION ===" in both
 
 
-def test_context_budget_option(rheo, api, monkeypatch):
-    seed(rheo, api, monkeypatch)
+def test_context_budget_option(rheo, fake_model, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
     out = json.loads(rheo("context", "--json", "--budget", "30", "x").stdout)
     assert out["context_tokens"] <= 30
 
 
-def test_a_group_alone_lists_as_memory_does(rheo, api):
+def test_a_group_alone_lists_as_memory_does(rheo, fake_model):
     """``rheo sessions``, ``digests``, ``jobs`` alone list them; ``rheo history`` alone shows
     the most recent turns — as ``memory``, ``items`` and ``kb`` alone list theirs."""
-    api.queue(text("Hello there."))
+    fake_model.add("Hello there.")
     assert rheo("ask", "hello").exit_code == 0
     for group, same in (("sessions", "list"), ("digests", "list"), ("jobs", "list"),
                         ("history", "recent")):  # fmt: skip
@@ -134,19 +134,19 @@ def test_paths_work_when_the_config_is_broken(rheo, home):
     assert result.exit_code == 0 and json.loads(result.stdout)["config"].endswith("config.toml")
 
 
-def test_global_new_flag_applies_to_ask(rheo, api, home):
+def test_global_new_flag_applies_to_ask(rheo, fake_model, home):
     rheo("ask", "one")
     out = json.loads(rheo("--new", "ask", "--json", "two").stdout)
     assert out["session_id"] == 2
 
 
-def test_piped_stdin_to_bare_rheo_asks(rheo, api, home):
+def test_piped_stdin_to_bare_rheo_asks(rheo, fake_model, home):
     result = rheo(input="a piped question\n")
     assert result.exit_code == 0 and result.stdout == "ok\n"
-    assert api.last.body["messages"][0]["content"][-1]["text"] == "a piped question"
+    assert fake_model.last.messages[0]["content"][-1]["text"] == "a piped question"
 
 
-def test_chat_without_a_terminal_is_a_usage_error(rheo, api):
+def test_chat_without_a_terminal_is_a_usage_error(rheo, fake_model):
     result = rheo("chat", input="hello\n")
     assert result.exit_code == 2 and "needs a terminal" in result.stderr
 

@@ -10,8 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakeapi import text
 from helpers import api_env, db_rows, run_rheo
+
+pytestmark = pytest.mark.boundary  # rheo as a process: the bytes of its argv are the subject
 
 BAD = "\udcff"  # how Python gives rheo the byte 0xff of an argument (surrogateescape)
 

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fakeapi import text, tool_use
-from helpers import db_rows, kind_of, route
+from fakeprovider import Canned
+from helpers import db_rows, kind_of, request_text, route
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rheo_cli"
 
@@ -22,33 +22,37 @@ ZONES = {
 }
 
 
-def injected(body: dict) -> str:
-    return "".join(b["text"] for b in body["messages"][0]["content"])
+def injected(request) -> str:
+    return "".join(b["text"] for b in request.messages[0]["content"])
 
 
-def chat_bodies(api) -> list[dict]:
-    return [r.body for r in api.message_requests if kind_of(r) == "chat"]
+def chat_requests(fake_model) -> list:
+    return [r for r in fake_model.requests if kind_of(r) == "chat"]
 
 
 @pytest.mark.parametrize("zone", list(ZONES), ids=list(ZONES))
-def test_a_due_date_given_as_a_date_stays_that_date(rheo, api, monkeypatch, home, zone):
+def test_a_due_date_given_as_a_date_stays_that_date(rheo, fake_model, monkeypatch, home, zone):
     name, now = ZONES[zone]
     monkeypatch.setenv("TZ", name)
     monkeypatch.setenv("RHEO_NOW", now)  # 21:00 local: UTC is already the next day at UTC+10
     route(
-        api,
+        fake_model,
         chat=[
-            tool_use(
-                "write_memory",
-                {
-                    "category": "open_item",
-                    "topic": "acme invoice",
-                    "label": "Send the Acme invoice",
-                    "due": "2026-12-04",
-                },
+            Canned(
+                tool_calls=[
+                    (
+                        "write_memory",
+                        {
+                            "category": "open_item",
+                            "topic": "acme invoice",
+                            "label": "Send the Acme invoice",
+                            "due": "2026-12-04",
+                        },
+                    )
+                ]
             ),
-            text("Noted: the Acme invoice by Friday 4 December."),
-            text("ok"),
+            "Noted: the Acme invoice by Friday 4 December.",
+            "ok",
         ],
     )
     assert rheo("ask", "I'll send the Acme invoice by Friday the 4th.").exit_code == 0
@@ -82,15 +86,15 @@ def run_repl(keys: str) -> str:
     return out.getvalue()
 
 
-def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkeypatch, home):
+def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, fake_model, monkeypatch, home):
     # UTC+10: 00:10 local is 14:10 UTC the day before.
     monkeypatch.setenv("TZ", "Australia/Brisbane")
     monkeypatch.setenv("RHEO_NOW", "2026-12-03T00:10:00")
-    route(api, chat=text("Good night owl. Let's plan Thursday."))
+    route(fake_model, chat="Good night owl. Let's plan Thursday.")
     assert rheo("ask", "Just after midnight: let's plan Thursday's Nutrifax call.").exit_code == 0
     assert rheo("maintain").exit_code == 0
-    extract = next(r for r in api.message_requests if kind_of(r) == "extract")
-    assert "Date of the exchange: Thursday 2026-12-03 00:10 +1000" in json.dumps(extract.body)
+    extract = next(r for r in fake_model.requests if kind_of(r) == "extract")
+    assert "Date of the exchange: Thursday 2026-12-03 00:10 +1000" in request_text(extract)
     monkeypatch.setenv("RHEO_NOW", "2026-12-03T00:20:00")
     assert "2026-12-03 00:10" in rheo("history", "recent").stdout
     row = rheo("sessions", "list").stdout.splitlines()[1].split()
@@ -122,10 +126,10 @@ def test_a_session_just_after_local_midnight_is_dated_that_day(rheo, api, monkey
 
 
 @pytest.mark.parametrize("now", ["2026-03-30T10:00:00", "2026-03-30T10:00:00+02:00"])
-def test_turns_from_before_a_dst_change_keep_their_own_offset(rheo, api, monkeypatch, now):
+def test_turns_from_before_a_dst_change_keep_their_own_offset(rheo, fake_model, monkeypatch, now):
     monkeypatch.setenv("TZ", "Europe/Berlin")  # CET (+01:00) until 29 March 2026, then CEST
     monkeypatch.setenv("RHEO_NOW", "2026-03-28T23:30:00")  # 22:30 UTC
-    route(api, chat=text("Noted, the Nutrifax plan for Monday."))
+    route(fake_model, chat="Noted, the Nutrifax plan for Monday.")
     assert rheo("ask", "Late Saturday: the Nutrifax plan for Monday.").exit_code == 0
     monkeypatch.setenv("RHEO_NOW", now)
     recent = rheo("history", "recent").stdout
@@ -136,14 +140,16 @@ def test_turns_from_before_a_dst_change_keep_their_own_offset(rheo, api, monkeyp
     assert "Monday 30 March 2026, 10:00 (UTC+02:00, CEST)" in sent["system"][1]["text"]
 
 
-def test_an_explicit_offset_unlike_the_machine_zone_is_the_persons_zone(rheo, api, monkeypatch):
+def test_an_explicit_offset_unlike_the_machine_zone_is_the_persons_zone(
+    rheo, fake_model, monkeypatch
+):
     monkeypatch.setenv("TZ", "Europe/Berlin")
     monkeypatch.setenv("RHEO_NOW", "2026-06-01T08:00:00-05:00")
-    route(api, chat=text("ok"))
+    route(fake_model, chat="ok")
     assert rheo("ask", "hello from Bogota").exit_code == 0
     assert "2026-06-01 08:00" in rheo("history", "recent").stdout
-    body = chat_bodies(api)[-1]
-    assert "Monday 1 June 2026, 08:00 (UTC-05:00)" in body["system"][1]["text"]
+    request = chat_requests(fake_model)[-1]
+    assert "Monday 1 June 2026, 08:00 (UTC-05:00)" in request.system[1].text
     assert db_rows  # (helpers imported for the other tests)
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from conftest import BACKENDS, pg_schema_url
-from fakeapi import text
-from helpers import facts_reply, kind_of, request_text, route
+from fakeprovider import facts
+from helpers import kind_of, request_text, route
 
 MONDAY = "2026-05-04T09:00:00+01:00"
 
@@ -39,22 +39,22 @@ def person_said(rec: Any) -> str:
     return body.split("Person: ", 1)[1].split("\nAssistant: ", 1)[0] if "Person: " in body else ""
 
 
-def extractor(facts: dict[str, dict[str, Any]]) -> Any:
+def extractor(known: dict[str, dict[str, Any]]) -> Any:
     """An extractor answering with the fact filed under the first key the person said."""
 
     def answer(rec: Any) -> Any:
         said = person_said(rec)
-        for key, fact in facts.items():
+        for key, fact in known.items():
             if key in said:
-                return facts_reply({"relation": "new", "confidence": 0.9, **fact})
-        return facts_reply()
+                return facts({"relation": "new", "confidence": 0.9, **fact})
+        return facts()
 
     return answer
 
 
-def chats(api: Any) -> list[str]:
+def chats(fake_model: Any) -> list[str]:
     """The text of every chat request sent so far."""
-    return [request_text(r) for r in api.message_requests if kind_of(r) == "chat"]
+    return [request_text(r) for r in fake_model.requests if kind_of(r) == "chat"]
 
 
 def at(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
@@ -83,8 +83,8 @@ NEOVIM = {"category": "preference", "topic": "editor", "label": "Ana uses Neovim
 PASSPORT = {"category": "fact", "topic": "passport", "label": "Ana's passport number is X1234567"}
 
 
-def test_forget_that_i_use_neovim_forgets_ana_uses_neovim(rheo, api, store, monkeypatch):
-    route(api, chat=text("Noted."), extract=extractor({"Neovim": NEOVIM, "passport": PASSPORT}))
+def test_forget_that_i_use_neovim_forgets_ana_uses_neovim(rheo, fake_model, store, monkeypatch):
+    route(fake_model, chat="Noted.", extract=extractor({"Neovim": NEOVIM, "passport": PASSPORT}))
     at(monkeypatch, MONDAY)
     ask(rheo, "I use Neovim for everything.")
     ask(rheo, "My passport number is X1234567.")
@@ -106,16 +106,16 @@ def test_forget_that_i_use_neovim_forgets_ana_uses_neovim(rheo, api, store, monk
     ) in nothing.stderr
     assert memories(rheo) == []
     # The model is told what was done, never what was forgotten.
-    told = chats(api)[-3]
+    told = chats(fake_model)[-3]
     assert "rheo already acted on the person's memory request" in told and "forgot #" in told
 
 
-def test_a_forgotten_fact_never_reaches_the_model_again(rheo, api, store, monkeypatch):
+def test_a_forgotten_fact_never_reaches_the_model_again(rheo, fake_model, store, monkeypatch):
     """Same session (CURRENT SESSION), next session (EPISODIC MEMORY: the previous session's
     end), later (RELEVANT HISTORY); the "forget that …" turn itself is not injected again."""
     route(
-        api,
-        chat=lambda rec: text("Neovim, nice." if "Neovim" in person_said_chat(rec) else "OK."),
+        fake_model,
+        chat=lambda rec: "Neovim, nice." if "Neovim" in person_said_chat(rec) else "OK.",
         extract=extractor({"Neovim": NEOVIM}),
     )
     at(monkeypatch, MONDAY)
@@ -129,7 +129,7 @@ def test_a_forgotten_fact_never_reaches_the_model_again(rheo, api, store, monkey
     assert rheo("maintain").exit_code == 0  # digests written
     at(monkeypatch, "2026-05-20T09:00:00+01:00")
     ask(rheo, "Which editor did I say I use, Vim or Neovim?")  # later: history search
-    sent = chats(api)
+    sent = chats(fake_model)
     for request in sent[3:]:
         context = request.rsplit("\n---\n", 1)[0]
         assert "Neovim" not in context, context
@@ -143,13 +143,15 @@ def person_said_chat(rec: Any) -> str:
     return request_text(rec).rsplit("\n---\n", 1)[-1]
 
 
-def test_please_forget_my_social_security_number_is_never_injected(rheo, api, store, monkeypatch):
+def test_please_forget_my_social_security_number_is_never_injected(
+    rheo, fake_model, store, monkeypatch
+):
     ssn = {
         "category": "fact",
         "topic": "ssn",
         "label": "Ana's social security number is 123-45-6789",
     }
-    route(api, chat=text("Saved: 123-45-6789."), extract=extractor({"social security": ssn}))
+    route(fake_model, chat="Saved: 123-45-6789.", extract=extractor({"social security": ssn}))
     at(monkeypatch, MONDAY)
     ask(rheo, "My social security number is 123-45-6789.")
     assert rheo("maintain").exit_code == 0
@@ -157,18 +159,20 @@ def test_please_forget_my_social_security_number_is_never_injected(rheo, api, st
     ask(rheo, "What is my social security number?")
     at(monkeypatch, "2026-06-01T09:00:00+01:00")
     ask(rheo, "social security number 123?")
-    for request in chats(api)[1:]:
+    for request in chats(fake_model)[1:]:
         assert "6789" not in request.rsplit("\n---\n", 1)[0]
     context = rheo("context", "my social security number")
     assert context.exit_code == 0 and "6789" not in context.stdout
 
 
-def test_a_changed_fact_is_marked_where_the_old_value_is_injected(rheo, api, store, monkeypatch):
+def test_a_changed_fact_is_marked_where_the_old_value_is_injected(
+    rheo, fake_model, store, monkeypatch
+):
     boston = {"category": "fact", "topic": "home", "label": "Ana lives in Boston"}
     lisbon = {"category": "fact", "topic": "home", "label": "Ana lives in Lisbon"}
     route(
-        api,
-        chat=lambda rec: text("Boston, great." if "Boston" in person_said_chat(rec) else "OK."),
+        fake_model,
+        chat=lambda rec: "Boston, great." if "Boston" in person_said_chat(rec) else "OK.",
         extract=extractor({"Boston": boston, "Lisbon": lisbon}),
     )
     at(monkeypatch, MONDAY)
@@ -194,10 +198,10 @@ def test_two_confident_facts_without_a_signal_still_conflict(rheo, store, monkey
     assert "superseding" in moved.stdout and "flagged" not in moved.stdout
 
 
-def test_dated_plans_end(rheo, api, store, monkeypatch):
+def test_dated_plans_end(rheo, fake_model, store, monkeypatch):
     paris = {"category": "fact", "topic": "trip", "label": "Ana is in Paris until Friday"}
     sister = {"category": "team", "topic": "sister visit", "label": "Ana's sister visits next week"}
-    route(api, chat=text("OK."), extract=extractor({"Paris": paris, "sister": sister}))
+    route(fake_model, chat="OK.", extract=extractor({"Paris": paris, "sister": sister}))
     monkeypatch.setenv("TZ", "Europe/Lisbon")
     at(monkeypatch, "2026-05-04T09:00:00")  # a Monday, in Lisbon
     ask(rheo, "I'm in Paris until Friday.")
@@ -219,8 +223,8 @@ def test_dated_plans_end(rheo, api, store, monkeypatch):
     assert memories(rheo) == []
 
 
-def test_an_unparseable_extraction_fails_visibly(rheo, api, store, monkeypatch):
-    route(api, chat=text("OK."), extract=text("Sure! The person likes tea."))
+def test_an_unparseable_extraction_fails_visibly(rheo, fake_model, store, monkeypatch):
+    route(fake_model, chat="OK.", extract="Sure! The person likes tea.")
     at(monkeypatch, MONDAY)
     ask(rheo, "I like tea.")
     for _ in range(3):
@@ -233,13 +237,13 @@ def test_an_unparseable_extraction_fails_visibly(rheo, api, store, monkeypatch):
     assert doctor.exit_code == 1
     checks = {c["name"]: c for c in json.loads(doctor.stdout)["checks"]}
     assert not checks["jobs"]["ok"]
-    route(api, chat=text("OK."), extract=facts_reply({"topic": "tea", "label": "Ana likes tea"}))
+    route(fake_model, chat="OK.", extract=facts({"topic": "tea", "label": "Ana likes tea"}))
     assert rheo("maintain", "--retry-failed").exit_code == 0
     assert [m["content"]["label"] for m in memories(rheo)] == ["Ana likes tea"]
 
 
-def test_at_a_small_budget_the_facts_are_the_last_to_go(rheo, api, store, monkeypatch):
-    route(api, chat=text("A long answer about something else entirely, " * 8))
+def test_at_a_small_budget_the_facts_are_the_last_to_go(rheo, fake_model, store, monkeypatch):
+    route(fake_model, chat="A long answer about something else entirely, " * 8)
     at(monkeypatch, MONDAY)
     rheo("memory", "add", "Ana lives in Lisbon, Rua Augusta 12", "-t", "home")
     rheo("memory", "add", "send the tax form", "-t", "tax", "--due", "friday")
@@ -252,8 +256,8 @@ def test_at_a_small_budget_the_facts_are_the_last_to_go(rheo, api, store, monkey
     assert info["context_tokens"] <= 150
 
 
-def test_polite_requests_are_taken(rheo, api, store, monkeypatch):
-    route(api, chat=text("OK."))
+def test_polite_requests_are_taken(rheo, fake_model, store, monkeypatch):
+    route(fake_model, chat="OK.")
     at(monkeypatch, MONDAY)
     ask(rheo, "Merk dir bitte, dass ich in Berlin wohne.")
     assert [m["content"]["label"] for m in memories(rheo)] == ["Ich in Berlin wohne"]

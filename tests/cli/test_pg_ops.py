@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 from conftest import admin_url, as_admin, pg_schema_url
-from fakeapi import text
-from helpers import facts_reply, route, run_rheo
+from fakeprovider import facts
+from helpers import route, run_rheo
 
 from rheo_cli.memory.store.postgres import schema as pg_schema
 
@@ -48,13 +48,13 @@ def admin_rows(url: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         return a.execute(sql, args).fetchall()
 
 
-def seed(rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def seed(rheo: Any, fake_model: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """default: a question with WORD and a fact learnt from it, another question; work: a
     question with WORD too."""
     route(
-        api,
-        chat=text("Noted."),
-        extract=facts_reply(
+        fake_model,
+        chat="Noted.",
+        extract=facts(
             {"category": "fact", "topic": "plan", "label": f"Plans {WORD}", "confidence": 0.9}
         ),
     )
@@ -66,9 +66,9 @@ def seed(rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.exit_code == 0, result.stderr
 
 
-def test_purge_on_postgres_erases_the_turn_and_what_was_learnt_from_it(rheo, api, url,
+def test_purge_on_postgres_erases_the_turn_and_what_was_learnt_from_it(rheo, fake_model, url,
                                                                        monkeypatch):  # fmt: skip
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     assert admin_rows(url, "SELECT count(*) FROM memory_items WHERE profile = 'default'") == [(1,)]
     work_before = admin_rows(url, "SELECT id, content FROM turns WHERE profile = 'work'")
     first = admin_rows(url, "SELECT min(id) FROM turns WHERE profile = 'default'")[0][0]
@@ -94,8 +94,11 @@ def test_purge_on_postgres_erases_the_turn_and_what_was_learnt_from_it(rheo, api
     assert admin_rows(url, "SELECT count(*) FROM turns WHERE profile = 'work'") == [(2,)]
 
 
-def test_a_purge_killed_mid_way_on_postgres_erases_nothing(rheo, api, url, monkeypatch, home):
-    seed(rheo, api, monkeypatch)
+@pytest.mark.boundary
+def test_a_purge_killed_mid_way_on_postgres_erases_nothing(
+    rheo, fake_model, url, monkeypatch, home
+):
+    seed(rheo, fake_model, monkeypatch)
     before = admin_rows(url, "SELECT count(*) FROM turns")
     env = {**os.environ, "RHEO_HOME": str(home), "RHEO_CRASH_AT": "purge.erase:1"}
     session = str(
@@ -112,10 +115,11 @@ def test_a_purge_killed_mid_way_on_postgres_erases_nothing(rheo, api, url, monke
     assert admin_rows(url, "SELECT count(*) FROM turns WHERE profile = 'work'") == [(2,)]
 
 
+@pytest.mark.boundary
 def test_backup_on_postgres_is_the_tenant_in_export_format_and_restores(
-    rheo, api, url, monkeypatch, tmp_path, home
+    rheo, fake_model, url, monkeypatch, tmp_path, home
 ):
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     doc = tmp_path / "pricing.md"
     doc.write_text("# Pricing\n\nRefunds within 30 days.\n")
     assert rheo("kb", "add", str(doc)).exit_code == 0
@@ -155,13 +159,13 @@ def test_backup_on_postgres_is_the_tenant_in_export_format_and_restores(
 
 
 def test_export_all_on_postgres_is_refused_and_a_file_of_profiles_fills_each_tenant(
-    rheo, api, url, monkeypatch, tmp_path
+    rheo, fake_model, url, monkeypatch, tmp_path
 ):
     refused = rheo("export", "--all")
     assert refused.exit_code == 2 and "one profile at a time" in refused.stderr
     # Two profiles exported from SQLite, imported into PostgreSQL: each into its tenant.
     monkeypatch.delenv("RHEO_DATABASE_URL")
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     everything = tmp_path / "all.jsonl"
     assert rheo("export", "--all", "-o", str(everything)).exit_code == 0
     monkeypatch.setenv("RHEO_DATABASE_URL", url)
@@ -177,8 +181,8 @@ def test_export_all_on_postgres_is_refused_and_a_file_of_profiles_fills_each_ten
     ]
 
 
-def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, api, url, monkeypatch):
-    seed(rheo, api, monkeypatch)
+def test_doctor_on_postgres_checks_one_line_each_and_repairs(rheo, fake_model, url, monkeypatch):
+    seed(rheo, fake_model, monkeypatch)
     with_password = re.sub(r"://([^:@/]+)@", r"://\1:sekrit@", url, count=1)
     assert with_password != url
     monkeypatch.setenv("RHEO_DATABASE_URL", with_password)

@@ -9,8 +9,8 @@ import stat
 from datetime import datetime, timedelta
 
 import pytest
-from fakeapi import text
-from helpers import db_rows, facts_reply, kind_of, request_text, route
+from fakeprovider import facts
+from helpers import db_rows, kind_of, request_text, route
 
 from rheo_cli.memory.text.safety import MASK, has_secret, mask
 
@@ -65,13 +65,13 @@ def test_ordinary_text_is_left_alone(plain):
 
 
 def test_pasted_secret_is_kept_in_the_ledger_but_not_in_memory_digest_or_requests(
-    rheo, api, monkeypatch, home
+    rheo, fake_model, monkeypatch, home
 ):
     key = SECRETS["anthropic"]
     route(
-        api,
-        chat=text("Noted."),
-        extract=facts_reply(
+        fake_model,
+        chat="Noted.",
+        extract=facts(
             {
                 "category": "operations",
                 "topic": "deploy key",
@@ -81,14 +81,12 @@ def test_pasted_secret_is_kept_in_the_ledger_but_not_in_memory_digest_or_request
                 "reason": f"said {key}",
             }
         ),
-        digest=text(
-            json.dumps(
-                {
-                    "narrative": f"The person shared the deploy key {key}.",
-                    "decisions": [f"use {key}"],
-                    "facts": [],
-                }
-            )
+        digest=json.dumps(
+            {
+                "narrative": f"The person shared the deploy key {key}.",
+                "decisions": [f"use {key}"],
+                "facts": [],
+            }
         ),
     )
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
@@ -98,8 +96,8 @@ def test_pasted_secret_is_kept_in_the_ledger_but_not_in_memory_digest_or_request
     assert rheo("maintain").exit_code == 0
     # The ledger keeps what the person typed.
     assert key in db_rows(home, "SELECT content FROM turns WHERE role = 'user'")[0][0]
-    extraction = [r for r in api.message_requests if kind_of(r) == "extract"]
-    digest = [r for r in api.message_requests if kind_of(r) == "digest"]
+    extraction = [r for r in fake_model.requests if kind_of(r) == "extract"]
+    digest = [r for r in fake_model.requests if kind_of(r) == "digest"]
     assert extraction and digest
     for rec in extraction + digest:
         sent = request_text(rec)
@@ -118,33 +116,35 @@ def test_memory_add_masks_a_pasted_secret(rheo, home):
     assert "Tr0ub4dor" not in label and label == f"wifi password: {MASK}"
 
 
-def test_ask_incognito_stores_and_learns_nothing_but_reads_memory(rheo, api, monkeypatch, home):
+def test_ask_incognito_stores_and_learns_nothing_but_reads_memory(
+    rheo, fake_model, monkeypatch, home
+):
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
     assert rheo("memory", "add", "Ana's cat is called Tom", "-t", "cat").exit_code == 0
     before = {t: db_rows(home, f"SELECT count(*) FROM {t}")[0][0] for t in ("turns", "jobs")}
-    api.queue(text("Your cat is Tom."))
+    fake_model.add("Your cat is Tom.")
     result = rheo("ask", "--incognito", "what is my cat called?", "--json")
     assert result.exit_code == 0, result.stderr
     out = json.loads(result.stdout)
     assert out["reply"] == "Your cat is Tom."
     assert out["turn_ids"] == [] and out["session_id"] is None
-    assert "Ana's cat is called Tom" in request_text(api.last)  # context still injected
-    assert api.last.body.get("tools") in (None, [])  # no tool could write memory
+    assert "Ana's cat is called Tom" in request_text(fake_model.last)  # context still injected
+    assert fake_model.last.tools == []  # no tool could write memory
     after = {t: db_rows(home, f"SELECT count(*) FROM {t}")[0][0] for t in ("turns", "jobs")}
     assert after == before == {"turns": 0, "jobs": 0}
     assert db_rows(home, "SELECT count(*) FROM sessions")[0][0] == 0
     assert rheo("maintain").exit_code == 0
-    assert len(api.message_requests) == 1  # nothing was extracted later either
+    assert len(fake_model.requests) == 1  # nothing was extracted later either
 
 
-def test_repl_incognito_toggle(api, home):
+def test_repl_incognito_toggle(fake_model, home):
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
     from rheo_cli.app import app as runtime
     from rheo_cli.repl.app import run_repl
 
-    api.queue(text("one"), text("two"), text("three"))
+    fake_model.add("one", "two", "three")
     with create_pipe_input() as pipe:
         pipe.send_text("kept first\r/incognito\rprivate words\r/incognito\rkept again\r\x04")
         out = io.StringIO()
@@ -162,8 +162,8 @@ def test_repl_incognito_toggle(api, home):
     assert db_rows(home, "SELECT count(*) FROM jobs WHERE kind = 'extract'")[0][0] == 2
 
 
-def test_files_are_0600_and_folders_0700(rheo, api, home):
-    api.queue(text("hi"))
+def test_files_are_0600_and_folders_0700(rheo, fake_model, home):
+    fake_model.add("hi")
     assert rheo("ask", "hello").exit_code == 0
     (home / "backups").mkdir(mode=0o700)  # backup refuses a folder that does not exist
     assert rheo("backup", str(home / "backups" / "copy.db")).exit_code == 0

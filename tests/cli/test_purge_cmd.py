@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakeapi import text
-from helpers import db_rows, facts_reply, request_text, route
+from fakeprovider import facts
+from helpers import db_rows, request_text, route
 
 MARK = "ZORBLAX77"
 T0 = datetime.fromisoformat("2026-06-01T09:00:00+02:00")
@@ -53,19 +53,19 @@ def views(rheo: Any) -> str:
     return "\n".join(out)
 
 
-def talk(rheo: Any, api: Any, monkeypatch: Any, digests: list[str]) -> None:
+def talk(rheo: Any, fake_model: Any, monkeypatch: Any, digests: list[str]) -> None:
     """Session 1: an open item, then its closing (with the marker); a fact, then its
     replacement (with the marker). Session 2, hours later, closes session 1 (its digest)."""
 
     def digest(recorded: Any) -> Any:
         digests.append(request_text(recorded))
-        return text(json.dumps({"narrative": f"Worked through {len(digests)} exchange(s)."}))
+        return json.dumps({"narrative": f"Worked through {len(digests)} exchange(s)."})
 
     route(
-        api,
-        chat=text("Noted."),
+        fake_model,
+        chat="Noted.",
         extract=[
-            facts_reply(
+            facts(
                 {
                     "category": "open_item",
                     "topic": "acme-invoice",
@@ -73,7 +73,7 @@ def talk(rheo: Any, api: Any, monkeypatch: Any, digests: list[str]) -> None:
                     "confidence": 0.9,
                 }
             ),
-            facts_reply(
+            facts(
                 {
                     "category": "open_item",
                     "topic": "acme-invoice",
@@ -82,10 +82,10 @@ def talk(rheo: Any, api: Any, monkeypatch: Any, digests: list[str]) -> None:
                     "label": f"Sent the Acme invoice via courier {MARK}",
                 }
             ),
-            facts_reply(
+            facts(
                 {"category": "fact", "topic": "city", "label": "Lives in Lyon", "confidence": 0.9}
             ),
-            facts_reply(
+            facts(
                 {
                     "category": "fact",
                     "topic": "city",
@@ -95,7 +95,7 @@ def talk(rheo: Any, api: Any, monkeypatch: Any, digests: list[str]) -> None:
                     "label": f"Lives on {MARK} street in Paris",
                 }
             ),
-            facts_reply(),
+            facts(),
         ],  # fmt: skip
         digest=digest,
     )
@@ -114,9 +114,11 @@ def talk(rheo: Any, api: Any, monkeypatch: Any, digests: list[str]) -> None:
     assert rheo("maintain").exit_code == 0
 
 
-def test_purged_turns_leave_no_trace_and_what_they_did_is_undone(rheo, api, monkeypatch, home):
+def test_purged_turns_leave_no_trace_and_what_they_did_is_undone(
+    rheo, fake_model, monkeypatch, home
+):
     digests: list[str] = []
-    talk(rheo, api, monkeypatch, digests)
+    talk(rheo, fake_model, monkeypatch, digests)
     items = {m["id"]: m for m in json.loads(rheo("memory", "list", "--all", "--json").stdout)}
     assert items[1]["status"] == "done" and items[2]["status"] == "superseded"
     assert MARK in views(rheo) and MARK.lower().encode() in file_bytes(home)
@@ -145,8 +147,10 @@ def test_purged_turns_leave_no_trace_and_what_they_did_is_undone(rheo, api, monk
     assert [d["narrative"] for d in listed] == ["Worked through 2 exchange(s)."]
 
 
-def test_the_result_names_the_earlier_copies_rheo_wrote(rheo, api, monkeypatch, home, tmp_path):
-    api.queue(text("Noted."), text("Fine."))
+def test_the_result_names_the_earlier_copies_rheo_wrote(
+    rheo, fake_model, monkeypatch, home, tmp_path
+):
+    fake_model.add("Noted.", "Fine.")
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
     assert rheo("ask", "hello there").exit_code == 0  # turns 1 and 2
     assert rheo("ask", f"my courier is {MARK}").exit_code == 0  # turns 3 and 4
@@ -184,10 +188,10 @@ def test_the_result_names_the_earlier_copies_rheo_wrote(rheo, api, monkeypatch, 
     assert contents == ["hello there", "Noted.", f"my courier is {MARK}"]
 
 
-def test_the_confirmation_says_earlier_copies_keep_theirs(rheo, api, monkeypatch, home):
+def test_the_confirmation_says_earlier_copies_keep_theirs(rheo, fake_model, monkeypatch, home):
     from rheo_cli.cli import purge_cmd
 
-    api.queue(text("Noted."))
+    fake_model.add("Noted.")
     assert rheo("ask", "hello").exit_code == 0
     asked: list[str] = []
 
@@ -211,11 +215,13 @@ PURGES = {
 
 
 @pytest.mark.parametrize("how", list(PURGES))
-def test_other_ways_of_purging_the_marked_text_leave_none_of_it(rheo, api, monkeypatch, home, how):
+def test_other_ways_of_purging_the_marked_text_leave_none_of_it(
+    rheo, fake_model, monkeypatch, home, how
+):
     """Variants of the case above: the whole session, the turns in the other order, the
     replacing fact purged as a memory. Whatever is kept, no view, export or byte of the
     database holds the marker, and no kept fact is left superseded by nothing."""
-    talk(rheo, api, monkeypatch, [])
+    talk(rheo, fake_model, monkeypatch, [])
     for what, ref in PURGES[how]:
         done = rheo("purge", what, ref, "--yes")
         assert done.exit_code == 0, done.stderr

@@ -36,8 +36,8 @@ def numbers(rheo: Any, *profile: str) -> dict[int, int]:
     return {s["number"]: s["turns"] for s in json.loads(out.stdout)}
 
 
-def test_purge_takes_the_number_shown_and_numbers_never_shift(rheo, api, store, monkeypatch):
-    route(api)
+def test_purge_takes_the_number_shown_and_numbers_never_shift(rheo, fake_model, store, monkeypatch):
+    route(fake_model)
     # Another profile first, so the store's ids and the numbers shown differ from the start.
     assert rheo("-p", "work", "ask", "work one").exit_code == 0
     assert rheo("-p", "work", "ask", "--new", "work two").exit_code == 0
@@ -83,8 +83,8 @@ def test_purge_takes_the_number_shown_and_numbers_never_shift(rheo, api, store, 
     assert rheo("-p", "work", "purge", "session", "4", "--yes").exit_code != 0
 
 
-def test_ask_session_continues_the_session_by_its_number(rheo, api, store):
-    route(api)
+def test_ask_session_continues_the_session_by_its_number(rheo, fake_model, store):
+    route(fake_model)
     assert rheo("-p", "work", "ask", "work one").exit_code == 0
     assert rheo("ask", "first").exit_code == 0
     assert rheo("ask", "--new", "second").exit_code == 0
@@ -95,8 +95,8 @@ def test_ask_session_continues_the_session_by_its_number(rheo, api, store):
     assert wrong.exit_code != 0 and "Traceback" not in wrong.stderr
 
 
-def test_ask_session_takes_the_number_as_listings_write_it(rheo, api, store):
-    route(api)
+def test_ask_session_takes_the_number_as_listings_write_it(rheo, fake_model, store):
+    route(fake_model)
     assert rheo("ask", "first").exit_code == 0
     assert rheo("ask", "--new", "second").exit_code == 0
     joined = rheo("ask", "--session", "s1", "--json", "back to the first")

@@ -226,9 +226,14 @@ def _chat_on_a_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def telegram(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The fake Bot API with one message waiting from an allowed chat."""
+def telegram(
+    home: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[None]:
+    """The fake Bot API with one message waiting from an allowed chat (boundary tests)."""
+    from conftest import require_boundary
     from faketelegram import TOKEN, FakeTelegram
+
+    require_boundary(request)
 
     with (home / "config.toml").open("a") as config:
         config.write('[telegram]\nchats = { "4242" = "default" }\n')
@@ -239,7 +244,15 @@ def telegram(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+WIRE_CASES = ("providers", "telegram")
+"""Cases that speak HTTP through a real SDK (the Anthropic API ``rheo providers`` asks, the
+Bot API): boundary tests."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.boundary) if n in WIRE_CASES else n for n in sorted(CASES)],
+)
 def test_every_command_closes_the_store_it_opens(
     name: str,
     prepared: Path,

@@ -15,28 +15,29 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import netguard
-from fakeapi import text
-from helpers import REPO, db_rows, facts_reply, route, run_rheo
+import pytest
+from fakeprovider import facts
+from helpers import REPO, db_rows, route, run_rheo
 
 T0 = datetime.fromisoformat("2026-08-20T18:00:00+02:00")
 
 
-def seed(rheo, api, monkeypatch):
+def seed(rheo, fake_model, monkeypatch):
     """Two sessions with turns, extracted facts (one superseding another), a digest, a manual
     memory with odd characters, and a second profile."""
     route(
-        api,
-        chat=[text("Noted."), text("Sure."), text("Fine.")],
+        fake_model,
+        chat=["Noted.", "Sure.", "Fine."],
         extract=[
-            facts_reply(
+            facts(
                 {"category": "fact", "topic": "city", "label": "Lives in Lyon", "confidence": 0.9}
             ),  # fmt: skip
-            facts_reply(
+            facts(
                 {"category": "fact", "topic": "city", "label": "Lives in Paris", "confidence": 0.9}
             ),  # fmt: skip
-            facts_reply(),
+            facts(),
         ],
-        digest=text(json.dumps({"narrative": "Talked about moving.", "facts": []})),
+        digest=json.dumps({"narrative": "Talked about moving.", "facts": []}),
     )
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
     assert rheo("ask", "I live in Lyon").exit_code == 0
@@ -48,8 +49,10 @@ def seed(rheo, api, monkeypatch):
     assert rheo("-p", "work", "ask", "work question").exit_code == 0
 
 
-def test_export_import_round_trips_to_an_identical_export(rheo, api, monkeypatch, home, tmp_path):
-    seed(rheo, api, monkeypatch)
+def test_export_import_round_trips_to_an_identical_export(
+    rheo, fake_model, monkeypatch, home, tmp_path
+):
+    seed(rheo, fake_model, monkeypatch)
     first = rheo("export", "--all")
     assert first.exit_code == 0, first.stderr
     lines = first.stdout.splitlines()
@@ -82,14 +85,14 @@ def test_export_import_round_trips_to_an_identical_export(rheo, api, monkeypatch
 
 
 def test_import_into_a_store_with_more_data_adds_only_what_is_missing(
-    rheo, api, monkeypatch, tmp_path
+    rheo, fake_model, monkeypatch, tmp_path
 ):
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     exported = tmp_path / "one.jsonl"
     assert rheo("export", "-o", str(exported)).exit_code == 0
     assert stat.S_IMODE(exported.stat().st_mode) == 0o600
     before = rheo("export").stdout
-    api.queue(text("later"))
+    fake_model.add("later")
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=5, minutes=5)).isoformat())
     assert rheo("ask", "a later question").exit_code == 0
     result = json.loads(rheo("import", str(exported), "--json").stdout)
@@ -97,9 +100,9 @@ def test_import_into_a_store_with_more_data_adds_only_what_is_missing(
     assert len(rheo("export").stdout.splitlines()) == len(before.splitlines()) + 2
 
 
-def test_a_malformed_line_is_reported_and_nothing_is_imported(rheo, api, monkeypatch, home,
+def test_a_malformed_line_is_reported_and_nothing_is_imported(rheo, fake_model, monkeypatch, home,
                                                               tmp_path):  # fmt: skip
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     lines = rheo("export").stdout.splitlines()
     fresh = tmp_path / "fresh"
     monkeypatch.setenv("RHEO_HOME", str(fresh))
@@ -163,6 +166,7 @@ print(i)
 """
 
 
+@pytest.mark.boundary
 def test_backup_while_another_process_writes(tmp_path):
     db = tmp_path / "home" / "rheo.db"
     from rheo_cli.memory.store.db import open_store
@@ -204,8 +208,8 @@ def test_backup_while_another_process_writes(tmp_path):
     conn.close()
 
 
-def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
-    api.queue(text("hi"))
+def test_backup_cli_refuses_an_existing_file(rheo, fake_model, tmp_path):
+    fake_model.add("hi")
     assert rheo("ask", "hello").exit_code == 0
     dest = tmp_path / "b.db"
     assert rheo("backup", str(dest)).exit_code == 0
@@ -218,10 +222,12 @@ def test_backup_cli_refuses_an_existing_file(rheo, api, tmp_path):
     assert rows[0][0] == "hello"
 
 
-def test_a_bad_time_is_refused_before_anything_is_imported(rheo, api, monkeypatch, home, tmp_path):
+def test_a_bad_time_is_refused_before_anything_is_imported(
+    rheo, fake_model, monkeypatch, home, tmp_path
+):
     import json
 
-    seed(rheo, api, monkeypatch)
+    seed(rheo, fake_model, monkeypatch)
     lines = rheo("export").stdout.splitlines()
     turn_line = next(n for n, line in enumerate(lines) if json.loads(line)["type"] == "turn")
     fresh = tmp_path / "fresh"
@@ -242,8 +248,8 @@ def test_a_bad_time_is_refused_before_anything_is_imported(rheo, api, monkeypatc
     assert rheo("history", "recent").exit_code == 0  # the store is still usable
 
 
-def test_the_knowledge_base_is_exported_and_imported(rheo, api, monkeypatch, tmp_path):
-    seed(rheo, api, monkeypatch)
+def test_the_knowledge_base_is_exported_and_imported(rheo, fake_model, monkeypatch, tmp_path):
+    seed(rheo, fake_model, monkeypatch)
     doc = tmp_path / "pricing.md"
     doc.write_text("# Pricing\n\n## Refunds\n\nRefunds within 30 days.\n")
     assert rheo("kb", "add", str(doc)).exit_code == 0
@@ -267,6 +273,7 @@ def test_the_knowledge_base_is_exported_and_imported(rheo, api, monkeypatch, tmp
     assert sorted(d["status"] for d in listed) == ["active", "replaced"]
 
 
+@pytest.mark.boundary
 def test_a_backup_killed_mid_way_leaves_no_file_under_its_name(rheo, home, tmp_path):
     assert rheo("memory", "add", "Ana likes tea", "-t", "drink").exit_code == 0
     dest = tmp_path / "out" / "b.db"
@@ -300,12 +307,12 @@ def test_an_export_to_a_file_appears_only_complete(rheo, home, tmp_path, monkeyp
     assert list(tmp_path.glob("*e.jsonl*")) == []
 
 
-def test_a_reinforced_fact_round_trips_and_imports_once(rheo, api, monkeypatch, tmp_path):
+def test_a_reinforced_fact_round_trips_and_imports_once(rheo, fake_model, monkeypatch, tmp_path):
     """Event data and item properties are JSON the engine writes in its own key order; the
     file holds them with sorted keys. Their keys must not depend on that order."""
     fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
             "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
-    route(api, chat=text("Noted."), extract=facts_reply(fact))
+    route(fake_model, chat="Noted.", extract=facts(fact))
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
     assert rheo("ask", "I drive a red Volvo XC40").exit_code == 0
     assert rheo("ask", "my Volvo XC40 is red, as I said").exit_code == 0
@@ -323,12 +330,12 @@ def test_a_reinforced_fact_round_trips_and_imports_once(rheo, api, monkeypatch, 
     assert sum(twice["added"].values()) == 0
 
 
-def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, api, monkeypatch):
+def test_a_file_from_before_canonical_keys_is_still_recognised(rheo, fake_model, monkeypatch):
     from rheo_cli.memory.archive import keys
 
     fact = {"category": "fact", "topic": "car", "label": "Drives a Volvo", "confidence": 0.8,
             "properties": {"model": "XC40", "colour": "red"}}  # fmt: skip
-    route(api, chat=text("Noted."), extract=facts_reply(fact))
+    route(fake_model, chat="Noted.", extract=facts(fact))
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
     assert rheo("ask", "I drive a red Volvo XC40").exit_code == 0
     assert rheo("ask", "my Volvo XC40 is red, as I said").exit_code == 0

@@ -21,6 +21,7 @@ from pathlib import Path
 import netguard
 import pytest
 from fakeapi import error, text
+from fakeprovider import FakeProvider
 from helpers import REPO, api_env, db_rows, request_text
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -31,10 +32,14 @@ from rheo_cli.repl.app import run_repl
 NOW = "2026-03-04T10:05:00+00:00"
 
 
-def _seed(rheo, api, monkeypatch) -> None:
-    """A session with one exchange about Porto and a memory item, a few minutes ago."""
+def _seed(rheo, model, monkeypatch) -> None:
+    """A session with one exchange about Porto and a memory item, a few minutes ago;
+    ``model``: the in-process fake model, or the fake API of a boundary test."""
     monkeypatch.setenv("RHEO_NOW", "2026-03-04T10:00:00+00:00")
-    api.queue(text("Noted: Porto."))
+    if isinstance(model, FakeProvider):
+        model.add("Noted: Porto.")
+    else:
+        model.queue(text("Noted: Porto."))
     assert rheo("ask", "I live in Porto and like trains.").exit_code == 0
     assert rheo("memory", "add", "Prefers the window seat", "-t", "seat").exit_code == 0
     monkeypatch.setenv("RHEO_NOW", NOW)
@@ -92,6 +97,7 @@ def _one_note(stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.boundary
 def test_a_read_only_store_file_still_answers_with_its_memory(rheo, api, home, monkeypatch):
     _seed(rheo, api, monkeypatch)
     before, sha = _state(home), _sha(home / "rheo.db")
@@ -113,6 +119,7 @@ def test_a_read_only_store_file_still_answers_with_its_memory(rheo, api, home, m
     assert db_rows(home, "PRAGMA integrity_check")[0][0] == "ok"
 
 
+@pytest.mark.boundary
 def test_a_read_only_folder_answers_with_its_memory_in_one_line(rheo, api, home, monkeypatch):
     """SQLite cannot make the -wal and -shm files a WAL database needs even to be read, so the
     store is opened read-only (immutable: nobody can be writing it without a -wal file);
@@ -139,6 +146,7 @@ def test_a_read_only_folder_answers_with_its_memory_in_one_line(rheo, api, home,
     assert sorted(os.listdir(home)) == ["rheo.db"]
 
 
+@pytest.mark.boundary
 def test_a_full_disk_still_answers_and_later_stores_again(rheo, api, home, monkeypatch):
     _seed(rheo, api, monkeypatch)
     before = _state(home)
@@ -160,6 +168,7 @@ def test_a_full_disk_still_answers_and_later_stores_again(rheo, api, home, monke
     ]
 
 
+@pytest.mark.boundary
 def test_a_failed_call_on_an_unwritable_store_is_one_line_exit_1(rheo, api, home, monkeypatch):
     _seed(rheo, api, monkeypatch)
     before = _state(home)
@@ -176,10 +185,10 @@ def test_a_failed_call_on_an_unwritable_store_is_one_line_exit_1(rheo, api, home
     assert _state(home) == before
 
 
-def test_a_reply_that_cannot_be_stored_is_still_delivered(rheo, api, home, monkeypatch):
+def test_a_reply_that_cannot_be_stored_is_still_delivered(rheo, fake_model, home, monkeypatch):
     """The question is stored; then the ledger refuses writes (here a trigger added while the
     reply streams stands for the disk filling up): the reply is printed, said unstored."""
-    _seed(rheo, api, monkeypatch)
+    _seed(rheo, fake_model, monkeypatch)
 
     def refuse_replies(rec):
         conn = sqlite3.connect(home / "rheo.db")
@@ -188,9 +197,9 @@ def test_a_reply_that_cannot_be_stored_is_still_delivered(rheo, api, home, monke
             "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END"
         )
         conn.close()
-        return text("You live in Porto.")
+        return "You live in Porto."
 
-    api.handler = refuse_replies
+    fake_model.handler = refuse_replies
     result = rheo("ask", "Where do I live?")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "You live in Porto.\n"
@@ -201,13 +210,13 @@ def test_a_reply_that_cannot_be_stored_is_still_delivered(rheo, api, home, monke
     assert db_rows(home, "SELECT count(*) FROM jobs WHERE ref_id = 0")[0][0] == 0
 
 
-def test_the_repl_answers_when_the_ledger_cannot_be_written(rheo, api, home, monkeypatch):
-    _seed(rheo, api, monkeypatch)
+def test_the_repl_answers_when_the_ledger_cannot_be_written(rheo, fake_model, home, monkeypatch):
+    _seed(rheo, fake_model, monkeypatch)
     conn = sqlite3.connect(home / "rheo.db")
     conn.execute("DROP TABLE sessions")
     conn.close()
     before = [tuple(r) for r in db_rows(home, "SELECT * FROM turns ORDER BY id")]
-    api.queue(text("You live in Porto."), text("Trains, yes."))
+    fake_model.add("You live in Porto.", "Trains, yes.")
     out = io.StringIO()
     rt = runtime.build()
     with create_pipe_input() as pipe:
@@ -224,30 +233,32 @@ def test_the_repl_answers_when_the_ledger_cannot_be_written(rheo, api, home, mon
 
 
 @pytest.mark.parametrize("flag", [[], ["-c"]])
-def test_an_unopenable_store_answers_without_memory(rheo, api, home, monkeypatch, flag):
+def test_an_unopenable_store_answers_without_memory(rheo, fake_model, home, monkeypatch, flag):
     """A file that is not a database at all: one line, the reply, the file untouched."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "rheo.db").write_bytes(b"this is not a database" * 100)
     sha = _sha(home / "rheo.db")
-    api.queue(text("Hello."))
+    fake_model.add("Hello.")
     result = rheo("ask", *flag, "Hi there")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Hello.\n"
     line = _one_note(result.stderr)
     assert "memory unavailable" in line and "not a usable rheo database" in line, line
-    asked = "".join(part["text"] for part in api.last.body["messages"][-1]["content"])
+    asked = "".join(part["text"] for part in fake_model.last.messages[-1]["content"])
     assert "===" not in asked and asked.endswith("Hi there")
     assert _sha(home / "rheo.db") == sha
 
 
-def test_an_unreachable_postgresql_store_answers_without_memory(rheo, api, home, monkeypatch):
+def test_an_unreachable_postgresql_store_answers_without_memory(
+    rheo, fake_model, home, monkeypatch
+):
     import socket
 
     with socket.socket() as probe:  # a loopback port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("RHEO_DATABASE_URL", f"postgresql://rheo@127.0.0.1:{port}/rheo")
-    api.queue(text("Hello."))
+    fake_model.add("Hello.")
     result = rheo("ask", "Hi there")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "Hello.\n"

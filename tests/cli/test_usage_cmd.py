@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 
-from fakeapi import text
+from fakeprovider import Canned
 
-SONNET = {
-    "input_tokens": 1000,
-    "output_tokens": 500,
-    "cache_read_input_tokens": 2000,
-    "cache_creation_input_tokens": 100,
-}
+from rheo_cli.providers.base import Usage
+
+SONNET = Usage(input_tokens=1000, output_tokens=500, cache_read_tokens=2000, cache_write_tokens=100)
 SONNET_COST = (1000 * 3 + 500 * 15 + 2000 * 0.30 + 100 * 3.75) / 1e6  # 0.011475
 
 
-def two_replies(rheo, api) -> None:
+def two_replies(rheo, fake_model) -> None:
     """A priced Sonnet reply on 30 November, an unpriced one on 2 December (a new session)."""
-    api.queue(text("One.", usage=SONNET), text("Two."))
+    fake_model.add(Canned("One.", usage=SONNET), "Two.")
     first = rheo("ask", "-m", "claude-sonnet-4-5", "hello", RHEO_NOW="2026-11-30T10:00:00Z")
     assert first.exit_code == 0, first.stderr
     second = rheo("ask", "-m", "mystery-model", "again", RHEO_NOW="2026-12-02T10:00:00Z")
@@ -35,8 +32,8 @@ def totals(key, replies, tokens, cost, unpriced):
     }
 
 
-def test_json_by_day_and_since(rheo, api, home):
-    two_replies(rheo, api)
+def test_json_by_day_and_since(rheo, fake_model, home):
+    two_replies(rheo, fake_model)
     now = {"RHEO_NOW": "2026-12-03T10:00:00Z"}
     result = rheo("usage", "--by", "day", "--json", **now)
     assert result.exit_code == 0, result.stderr
@@ -62,8 +59,8 @@ def test_json_by_day_and_since(rheo, api, home):
     assert [r["key"] for r in by_session["rows"]] == ["s1", "s2"]
 
 
-def test_the_table_shows_a_dash_for_an_unknown_price(rheo, api, home):
-    two_replies(rheo, api)
+def test_the_table_shows_a_dash_for_an_unknown_price(rheo, fake_model, home):
+    two_replies(rheo, fake_model)
     result = rheo("usage", "--by", "model", RHEO_NOW="2026-12-03T10:00:00Z")
     assert result.exit_code == 0, result.stderr
     lines = [" ".join(line.split()) for line in result.stdout.splitlines()]

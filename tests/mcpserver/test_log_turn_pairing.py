@@ -22,6 +22,8 @@ from helpers import REPO, db_rows
 
 pytest.importorskip("mcp")
 
+pytestmark = pytest.mark.boundary  # every test here drives a rheo mcp subprocess
+
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import Implementation  # noqa: E402

@@ -20,6 +20,8 @@ from rheo_cli.extras import install_hint
 
 pytest.importorskip("mcp")
 
+pytestmark = pytest.mark.boundary  # every test here drives a rheo mcp subprocess
+
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 from mcp.types import Implementation  # noqa: E402
@@ -502,19 +504,19 @@ def test_the_memory_engine_is_imported_on_the_first_tool_call(home: Path) -> Non
 
 
 def test_a_secret_the_person_asked_to_forget_never_reaches_an_mcp_client(
-    home: Path, rheo: Any, api: Any, monkeypatch: pytest.MonkeyPatch
+    home: Path, rheo: Any, fake_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fakeapi import text
-    from helpers import facts_reply, route
+    from fakeprovider import facts
+    from helpers import route
 
     ssn = {"category": "fact", "topic": "ssn", "confidence": 0.9,
            "label": "Ana's social security number is 123-45-6789"}  # fmt: skip
-    route(api, chat=text("Noted."), extract=facts_reply(ssn))
+    route(fake_model, chat="Noted.", extract=facts(ssn))
     monkeypatch.setenv("RHEO_NOW", "2026-05-04T09:00:00+01:00")
     assert rheo("ask", "My social security number is 123-45-6789.").exit_code == 0
     assert rheo("maintain").exit_code == 0
     assert "6789" in rheo("context", "my social security number").stdout
-    route(api, chat=text("Done."), extract=facts_reply())
+    route(fake_model, chat="Done.", extract=facts())
     forgot = rheo("ask", "Please forget my social security number.")
     assert "forgot #" in forgot.stderr
     assert rheo("ask", "What about dinner?").exit_code == 0

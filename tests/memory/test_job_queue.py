@@ -13,8 +13,9 @@ import time
 import netguard
 import pytest
 from conftest import as_tenant
-from fakeapi import error, text
-from helpers import REPO, api_env, db_rows, facts_reply, kind_of, route
+from fakeapi import text
+from fakeprovider import Canned, api_error, facts
+from helpers import REPO, api_env, db_rows, kind_of, route
 
 from rheo_cli.app import app as runtime
 from rheo_cli.background import digest_job, worker
@@ -111,8 +112,10 @@ def test_only_failed_calls_count_and_failed_jobs_wait_for_retry_failed(conn):
     assert again is not None and again.attempts == 0
 
 
-def test_the_first_failure_waits_the_first_backoff_step(rheo, api, home):
-    route(api, chat=text("ok"), extract=error(400, "invalid_request_error", "no"))
+def test_the_first_failure_waits_the_first_backoff_step(rheo, fake_model, home):
+    route(
+        fake_model, chat="ok", extract=Canned(error=api_error(400, "invalid_request_error", "no"))
+    )
     assert rheo("ask", "I live in Porto.").exit_code == 0
     before = time.time()
     assert rheo("maintain").exit_code == 0
@@ -121,8 +124,8 @@ def test_the_first_failure_waits_the_first_backoff_step(rheo, api, home):
     assert worker.BACKOFF_S[0] - 1 <= row["not_before"] - before <= worker.BACKOFF_S[0] + 5
 
 
-def test_a_second_digest_run_never_reopens_the_finished_job(rheo, api, home, monkeypatch):
-    route(api, chat=text("ok"))
+def test_a_second_digest_run_never_reopens_the_finished_job(rheo, fake_model, home, monkeypatch):
+    route(fake_model, chat="ok")
     monkeypatch.setenv("RHEO_NOW", "2026-03-03T10:00:00+00:00")
     assert rheo("ask", "We planned the trip.").exit_code == 0
     monkeypatch.setenv("RHEO_NOW", "2026-03-04T10:00:00+00:00")
@@ -153,10 +156,10 @@ def test_a_second_digest_run_never_reopens_the_finished_job(rheo, api, home, mon
     rt.close()
 
 
-def test_the_lease_is_renewed_while_a_slow_call_runs(rheo, api, home, monkeypatch):
-    slow = facts_reply({"topic": "city", "label": "Lives in Porto", "confidence": 0.9})
-    slow = type(slow)(**{**slow.__dict__, "delay": 2.5})
-    route(api, chat=text("ok"), extract=slow)
+def test_the_lease_is_renewed_while_a_slow_call_runs(rheo, fake_model, home, monkeypatch):
+    slow = facts({"topic": "city", "label": "Lives in Porto", "confidence": 0.9})
+    slow.delay = 2.5
+    route(fake_model, chat="ok", extract=slow)
     assert rheo("ask", "I live in Porto.").exit_code == 0
     rt = runtime.build()
     done = threading.Event()
@@ -164,7 +167,7 @@ def test_the_lease_is_renewed_while_a_slow_call_runs(rheo, api, home, monkeypatc
         target=lambda: (worker.run_pending(rt, lease_s=0.6), done.set()), daemon=True
     )
     thread.start()
-    api.wait_for_requests(2, timeout=20)  # the extraction call is under way
+    fake_model.wait_for_requests(2, timeout=20)  # the extraction call is under way
     rival = db.open_store(home / "rheo.db")
     takeovers = []
     while not done.is_set():  # a rival keeps trying for well past several lease lengths
@@ -181,12 +184,13 @@ def test_the_lease_is_renewed_while_a_slow_call_runs(rheo, api, home, monkeypatc
         time.sleep(0.1)
     thread.join(timeout=20)
     assert takeovers == []
-    assert len([r for r in api.message_requests if kind_of(r) == "extract"]) == 1
+    assert len([r for r in fake_model.requests if kind_of(r) == "extract"]) == 1
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "done"
     rival.close()
     rt.close()
 
 
+@pytest.mark.boundary
 def test_maintain_waits_for_the_worker_lock(rheo, api, home):
     route(api, chat=text("ok"))
     assert rheo("ask", "hello").exit_code == 0
@@ -208,8 +212,8 @@ def test_maintain_waits_for_the_worker_lock(rheo, api, home):
     assert len(json.loads(out)["done"]) == 1
 
 
-def test_an_idle_worker_sleeps_until_the_next_job_is_due(rheo, api, home, monkeypatch):
-    route(api, chat=text("ok"))
+def test_an_idle_worker_sleeps_until_the_next_job_is_due(rheo, fake_model, home, monkeypatch):
+    route(fake_model, chat="ok")
     assert rheo("ask", "hello").exit_code == 0
     rt = runtime.build()
     # another live process holds the job for 6 more seconds
@@ -233,13 +237,15 @@ def test_an_idle_worker_sleeps_until_the_next_job_is_due(rheo, api, home, monkey
     rt.close()
 
 
-def test_maintain_retry_failed_requeues_failed_jobs(rheo, api, home):
-    route(api, chat=text("ok"), extract=error(400, "invalid_request_error", "no"))
+def test_maintain_retry_failed_requeues_failed_jobs(rheo, fake_model, home):
+    route(
+        fake_model, chat="ok", extract=Canned(error=api_error(400, "invalid_request_error", "no"))
+    )
     assert rheo("ask", "I live in Porto.").exit_code == 0
     for _ in range(jobs.MAX_ATTEMPTS):
         rheo("maintain")
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "failed"
-    route(api, chat=text("ok"), extract=facts_reply({"topic": "city", "label": "Lives in Porto"}))
+    route(fake_model, chat="ok", extract=facts({"topic": "city", "label": "Lives in Porto"}))
     plain = rheo("maintain")
     assert "1 job failed for good" in plain.stdout and "--retry-failed" in plain.stdout
     assert db_rows(home, "SELECT status FROM jobs")[0][0] == "failed"  # nothing silent
@@ -250,7 +256,9 @@ def test_maintain_retry_failed_requeues_failed_jobs(rheo, api, home):
     assert [r[0] for r in db_rows(home, "SELECT label FROM memory_items")] == ["Lives in Porto"]
 
 
-def test_extraction_pairs_a_reply_with_its_own_question_when_others_came_between(rheo, api, home):
+def test_extraction_pairs_a_reply_with_its_own_question_when_others_came_between(
+    rheo, fake_model, home
+):
     from helpers import request_text
 
     from rheo_cli.memory.ledger import turns as ledger
@@ -269,9 +277,9 @@ def test_extraction_pairs_a_reply_with_its_own_question_when_others_came_between
     reply = add("assistant", "Congratulations!", status="ok", meta={"reply_to": mine.id})
     jobs.enqueue(rt.conn, profile="default", kind="extract", ref_id=reply.id, ts=TS)
     rt.close()
-    route(api, extract=facts_reply({"topic": "pet", "label": "Has a dog called Rex"}))
+    route(fake_model, extract=facts({"topic": "pet", "label": "Has a dog called Rex"}))
     assert rheo("maintain").exit_code == 0
-    sent = request_text([r for r in api.message_requests if kind_of(r) == "extract"][0])
+    sent = request_text([r for r in fake_model.requests if kind_of(r) == "extract"][0])
     assert "Person: I adopted a dog called Rex." in sent
     assert "someone else" not in sent.split("Exchange:")[1]
     assert db_rows(home, "SELECT source_turn_id FROM memory_items")[0][0] == mine.id

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import as_tenant
-from fakeapi import text
-from helpers import db_rows, facts_reply, route
+from fakeprovider import facts
+from helpers import db_rows, route
 
 from rheo_cli.memory import purge as engine
 from rheo_cli.memory.facts.remember import Fact, remember
@@ -126,11 +126,11 @@ def test_purge_session_and_profile_are_scoped(conn):
     assert [t["what"] for t in engine.tombstones(conn, "default")] == ["session"]
 
 
-def test_cli_purge_needs_confirmation_and_scrubs_everything(rheo, api, monkeypatch, home):
+def test_cli_purge_needs_confirmation_and_scrubs_everything(rheo, fake_model, monkeypatch, home):
     route(
-        api,
-        chat=text("Noted."),
-        extract=facts_reply(
+        fake_model,
+        chat="Noted.",
+        extract=facts(
             {"category": "fact", "topic": "plan", "label": f"Plans {WORD}", "confidence": 0.9}
         ),
     )
@@ -154,9 +154,9 @@ def test_cli_purge_needs_confirmation_and_scrubs_everything(rheo, api, monkeypat
     assert rheo("purge", "everything", "--yes").exit_code == 2
 
 
-def test_purge_profile_removes_its_input_history(rheo, api, home):
+def test_purge_profile_removes_its_input_history(rheo, fake_model, home):
     (home / "history").mkdir(parents=True, exist_ok=True)
-    api.queue(text("hi"))
+    fake_model.add("hi")
     assert rheo("-p", "work", "ask", "hello").exit_code == 0
     (home / "history" / "work").write_text("\n# 2026\n+hello\n")
     assert rheo("purge", "profile", "work", "--yes").exit_code == 0

@@ -60,6 +60,7 @@ def test_the_next_ask_after_a_fault_works(rheo, api, home):
     assert [t[2] for t in turns(home)] == [None, "error", None, "ok"]
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [

@@ -153,6 +153,7 @@ def test_raw_stream_event_order(api: FakeAnthropic) -> None:
     assert delta.usage.output_tokens == 5
 
 
+@pytest.mark.boundary
 def test_sse_wire_format() -> None:
     """The raw bytes look like the real API's: `event:`/`data:` pairs, one ping, chunked."""
     with FakeAnthropic() as api:
@@ -444,6 +445,7 @@ def test_short_hang_then_reply(api: FakeAnthropic) -> None:
     assert time.monotonic() - start >= 0.2
 
 
+@pytest.mark.boundary
 def test_stop_is_fast_with_pending_hang() -> None:
     api = FakeAnthropic().start()
     api.queue(hang(30))
@@ -468,6 +470,7 @@ def test_stop_is_fast_with_pending_hang() -> None:
     api.stop()  # idempotent
 
 
+@pytest.mark.boundary
 def test_server_is_quiet_on_disconnects(capfd: pytest.CaptureFixture[str]) -> None:
     with FakeAnthropic() as api:
         api.queue(drop(), hang(5), text("x" * 200, chunks=50, chunk_delay=0.01))
@@ -624,6 +627,7 @@ def test_reset(api: FakeAnthropic) -> None:
     assert api.requests == [] and api.pending == 0
 
 
+@pytest.mark.boundary
 def test_restart_gets_new_port() -> None:
     api = FakeAnthropic()
     with api:
@@ -758,12 +762,14 @@ def test_bad_tool_definitions_rejected(api: FakeAnthropic) -> None:
         create(client, tools=[dup, dup])
 
 
+@pytest.mark.boundary
 def test_validation_can_be_disabled() -> None:
     with FakeAnthropic(validate=False) as api:
         msg = create(make_client(api), messages=[{"role": "user", "content": ""}])
         assert msg.content[0].text == "ok"  # type: ignore[union-attr]
 
 
+@pytest.mark.boundary
 def test_missing_api_key_is_401() -> None:
     with FakeAnthropic() as api, httpx2.Client() as client:
         body = {"model": MODEL, "max_tokens": 5, "messages": HELLO}
@@ -852,6 +858,7 @@ def test_subprocess_env_prepends_site_dir() -> None:
     assert (netguard.SITE_DIR / "sitecustomize.py").is_file()
 
 
+@pytest.mark.boundary
 def test_subprocess_is_guarded(api: FakeAnthropic) -> None:
     code = (
         "import socket, sys\n"
@@ -872,3 +879,15 @@ def test_subprocess_is_guarded(api: FakeAnthropic) -> None:
     assert proc.stdout == "loopback ok\n"
     assert "RuntimeError" in proc.stderr or "NetworkBlockedError" in proc.stderr
     assert f"{BLOCK_MSG}: 10.255.255.1:80" in proc.stderr
+
+
+def test_the_fake_refuses_a_forced_tool_it_was_not_given(api):
+    from fakeapi import validate_messages_request
+
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": {"type": "tool", "name": "record_facts"},
+    }
+    assert "not one of the request's tools" in validate_messages_request(body)

@@ -11,7 +11,10 @@ import pytest
 
 KEY = os.environ.get("RHEO_LIVE_API_KEY", "").strip()
 
-pytestmark = pytest.mark.skipif(not KEY, reason="set RHEO_LIVE_API_KEY to run the live test")
+pytestmark = [
+    pytest.mark.skipif(not KEY, reason="set RHEO_LIVE_API_KEY to run the live test"),
+    pytest.mark.boundary,  # the real API, through the SDK
+]
 
 
 def test_live_ask_streams_a_reply_and_stores_it(rheo, monkeypatch):

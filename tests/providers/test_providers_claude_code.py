@@ -51,6 +51,7 @@ def one_line_failure(result, pattern):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.boundary
 def test_auto_picks_claude_on_path_streams_and_records_usage_and_cost(rheo, claude, home):
     result = rheo(
         "ask", "--json", "What should I cook tonight?", FAKE_CLAUDE_REPLY="Try a risotto."
@@ -104,6 +105,7 @@ def test_auto_picks_claude_on_path_streams_and_records_usage_and_cost(rheo, clau
     assert run["mcp"] == [{"name": "rheo", "status": "connected", "tools": TOOLS}]
 
 
+@pytest.mark.boundary
 def test_model_and_mcp_config_are_passed(rheo, claude, home, tmp_path):
     own = tmp_path / "my-mcp.json"
     own.write_text('{"mcpServers": {}}')
@@ -116,12 +118,14 @@ def test_model_and_mcp_config_are_passed(rheo, claude, home, tmp_path):
     assert "--allowedTools" not in argv  # the person's own servers: their own permissions
 
 
+@pytest.mark.boundary
 def test_logged_out_is_one_line_and_no_error_text_becomes_the_reply(rheo, claude, home):
     result = rheo("ask", "q", FAKE_CLAUDE="logged_out")
     one_line_failure(result, "Claude Code is not logged in: run 'claude' and /login")
     assert turns(home) == [("user", "q", None), ("assistant", "", "error")]
 
 
+@pytest.mark.boundary
 def test_a_refused_key_ends_at_claude_codes_first_retry(rheo, claude, home):
     """Claude Code retries a 401 ten times over minutes; rheo stops it at the first
     api_retry event and names the key, not /login."""
@@ -144,6 +148,7 @@ def test_a_refused_key_ends_at_claude_codes_first_retry(rheo, claude, home):
     one_line_failure(subscription, "Claude Code is not logged in: run 'claude' and /login")
 
 
+@pytest.mark.boundary
 def test_rate_limits_are_classed_and_long_retries_noted(rheo, claude, home):
     result = rheo(
         "ask", "q", FAKE_CLAUDE="api_error", FAKE_CLAUDE_STATUS="429", FAKE_CLAUDE_DELAY_MS="2000"
@@ -161,6 +166,7 @@ def test_rate_limits_are_classed_and_long_retries_noted(rheo, claude, home):
     assert meta["error"]["kind"] == "rate_limit"
 
 
+@pytest.mark.boundary
 def test_usage_prints_the_cost_that_is_stored(rheo, claude, home):
     result = rheo("ask", "-u", "--provider", "claude-code", "q")
     assert result.exit_code == 0, result.stderr
@@ -171,6 +177,7 @@ def test_usage_prints_the_cost_that_is_stored(rheo, claude, home):
     assert meta["cost_usd"] == 0.0123
 
 
+@pytest.mark.boundary
 def test_a_long_assistant_prompt_goes_in_a_file(rheo, claude, home):
     home.mkdir(parents=True, exist_ok=True)
     long_prompt = "You are Sarah. " + "Be kind. " * 17_000  # 153 KB, over one argument's limit
@@ -181,6 +188,7 @@ def test_a_long_assistant_prompt_goes_in_a_file(rheo, claude, home):
     assert long_prompt.rstrip() in runs(claude)[0]["system"]
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize(
     ("content", "said"),
     [
@@ -203,6 +211,7 @@ def test_a_bad_prompt_file_is_one_line_before_anything_is_stored(rheo, claude, h
     assert not (home / "rheo.db").exists() or turns(home) == []
 
 
+@pytest.mark.boundary
 def test_the_memory_tools_work_through_the_stand_in(rheo, claude, home):
     call = {
         "name": "mcp__rheo__write_memory",
@@ -217,6 +226,7 @@ def test_the_memory_tools_work_through_the_stand_in(rheo, claude, home):
     assert [i["content"]["label"] for i in listed] == ["Likes green tea"]
 
 
+@pytest.mark.boundary
 def test_an_incognito_turn_gets_no_memory_server(rheo, claude, home):
     """--incognito offers Claude Code no MCP server (as the Anthropic API gets no tools): a
     write_memory the model asks for cannot store what was said."""
@@ -250,22 +260,26 @@ def test_an_incognito_turn_gets_no_memory_server(rheo, claude, home):
     assert argv[argv.index("--mcp-config") + 1] == str(own)
 
 
+@pytest.mark.boundary
 def test_nonzero_exit(rheo, claude, home):
     result = rheo("ask", "--provider", "claude-code", "q", FAKE_CLAUDE="exit")
     one_line_failure(result, "exited with status 3: Error: something went wrong inside claude")
     assert turns(home)[0] == ("user", "q", None)
 
 
+@pytest.mark.boundary
 def test_error_result(rheo, claude, home):
     one_line_failure(rheo("ask", "q", FAKE_CLAUDE="error_result"), "Claude Code failed")
 
 
+@pytest.mark.boundary
 def test_malformed_output_keeps_the_partial_reply(rheo, claude, home):
     result = rheo("ask", "q", FAKE_CLAUDE="malformed", FAKE_CLAUDE_REPLY="Hello there friend")
     one_line_failure(result, "not stream-json")
     assert turns(home)[1] == ("assistant", "Hello ", "error")
 
 
+@pytest.mark.boundary
 def test_slow_claude_times_out_and_is_stopped(rheo, claude, home):
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text("timeout = 1\n")
@@ -281,6 +295,7 @@ def test_missing_binary_when_chosen(rheo, home, monkeypatch):
     assert turns(home)[0] == ("user", "q", None)
 
 
+@pytest.mark.boundary
 def test_extraction_runs_on_claude_code_with_haiku(rheo, claude, home):
     facts = json.dumps({"facts": [{"topic": "pet", "label": "Has a cat named Miso"}]})
     assert rheo("ask", "My cat Miso is asleep.", FAKE_CLAUDE_REPLY="Sweet.").exit_code == 0
@@ -297,6 +312,7 @@ def test_extraction_runs_on_claude_code_with_haiku(rheo, claude, home):
     assert listed[0]["content"]["label"] == "Has a cat named Miso"
 
 
+@pytest.mark.boundary
 def test_digests_too_run_on_claude_code_with_no_mcp_server(rheo, claude, home):
     """A closed session's digest, like an extraction, gets no MCP server and no tools: only
     rheo's rules write memory from it."""
@@ -314,6 +330,7 @@ def test_digests_too_run_on_claude_code_with_no_mcp_server(rheo, claude, home):
     assert json.loads(rheo("digests", "list", "--json").stdout)
 
 
+@pytest.mark.boundary
 def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
     """Without a config of the person's own, Claude Code gets rheo's MCP server for this
     profile, its memory tools pre-approved; the configured command really serves them."""
@@ -353,6 +370,7 @@ def test_rheos_memory_server_is_offered_to_claude_code(rheo, claude, home):
     assert names == TOOLS
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize(
     ("status", "said"),
     [

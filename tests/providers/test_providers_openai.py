@@ -216,6 +216,7 @@ def test_missing_key_is_one_line(rheo, home):
     assert turns(home)[0] == ("user", "q", None)
 
 
+@pytest.mark.boundary
 def test_ollama_preset_needs_no_key(rheo, home):
     with FakeOpenAI() as server:
         home.mkdir(parents=True, exist_ok=True)

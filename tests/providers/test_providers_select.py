@@ -119,6 +119,7 @@ def _closed_port() -> int:
     return port
 
 
+@pytest.mark.boundary
 def test_providers_command_lists_reachability_without_keys(rheo, home, monkeypatch):
     secret_a = "sk-ant-supersecretvalue123"
     secret_o = "sk-openai-supersecretvalue456"
@@ -178,6 +179,7 @@ def _config(home: Path, base_url: str) -> None:
     )
 
 
+@pytest.mark.boundary
 def test_primary_overloaded_every_time_then_the_fallback_serves(rheo, api, home, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fallback-key-000")
     route(api, chat=text("Porto is lovely."), extract=error(529, "overloaded_error", "busy"))
@@ -196,6 +198,7 @@ def test_primary_overloaded_every_time_then_the_fallback_serves(rheo, api, home,
     assert listed[0]["content"]["label"] == "Lives in Porto"
 
 
+@pytest.mark.boundary
 def test_every_extractor_down_leaves_the_chat_alone_and_stores_nothing(
     rheo, api, home, monkeypatch
 ):
@@ -262,6 +265,7 @@ def test_extraction_on_a_custom_openai_server_uses_its_chat_model(monkeypatch):
     assert [c.name for c in chain] == ["anthropic:claude-haiku-5-5", "openai:my-model"]
 
 
+@pytest.mark.boundary
 def test_readme_llama_cpp_setup_learns_with_the_chat_model(rheo, home):
     facts = {"facts": [{"topic": "city", "label": "Lives in Porto", "confidence": 0.9}]}
     with FakeOpenAI() as server:

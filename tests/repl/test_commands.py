@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakeapi import text
 from helpers import db_rows
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -39,9 +38,9 @@ def repl(pipe, keys: str, **kw) -> str:
     return out.getvalue()
 
 
-def sent(api) -> str:
+def sent(fake_model) -> str:
     """The person's message in the last request (after rheo's context blocks)."""
-    return api.last.body["messages"][-1]["content"][-1]["text"]
+    return fake_model.last.messages[-1]["content"][-1]["text"]
 
 
 def script(folder: Path, name: str, body: str) -> Path:
@@ -52,16 +51,16 @@ def script(folder: Path, name: str, body: str) -> Path:
     return path
 
 
-def test_help_lists_the_new_commands(pipe, api, home):
+def test_help_lists_the_new_commands(pipe, fake_model, home):
     out = repl(pipe, "/help\r" + CTRL_D)
     for line in ("/sessions [N]", "/model [NAME]", "/file PATH", "/edit", "/copy"):
         assert line in out
 
 
-def test_sessions_lists_them_as_the_command_line_does(pipe, api, home, rheo):
+def test_sessions_lists_them_as_the_command_line_does(pipe, fake_model, home, rheo):
     out = repl(pipe, "/sessions\r" + CTRL_D)
     assert "(no sessions)" in out
-    api.queue(text("Hi."))
+    fake_model.add("Hi.")
     out = repl(pipe, "hello\r/sessions\r/sessions x\r" + CTRL_D)
     listed = rheo("sessions", "list", "-n", "10").stdout.splitlines()
     assert listed[0].startswith("session") and listed[1].startswith("s1")
@@ -71,8 +70,8 @@ def test_sessions_lists_them_as_the_command_line_does(pipe, api, home, rheo):
     assert "usage: /sessions [N]" in out
 
 
-def test_model_shows_and_switches_for_this_repl_only(pipe, api, home):
-    api.queue(text("one"), text("two"), text("three"))
+def test_model_shows_and_switches_for_this_repl_only(pipe, fake_model, home):
+    fake_model.add("one", "two", "three")
     out = repl(
         pipe,
         "/model\rfirst\r/model claude-haiku-9\rsecond\r/model openai:gpt-x\rthird\r/model\r"
@@ -82,7 +81,7 @@ def test_model_shows_and_switches_for_this_repl_only(pipe, api, home):
     )
     assert "model: claude-test-1 (anthropic)" in out
     assert "model: claude-haiku-9 (anthropic) for the rest of this REPL" in out
-    assert [r.body["model"] for r in api.requests] == [
+    assert [r.model for r in fake_model.requests] == [
         "claude-test-1",
         "claude-haiku-9",
         "claude-haiku-9",
@@ -109,43 +108,45 @@ def test_switch_model_refuses_what_model_refuses_and_keeps_the_model(home):
         assert (app.choice.kind, app.model) == ("openai", "gpt-5-mini")
 
 
-def test_file_attaches_to_the_next_message_only(pipe, api, home, tmp_path):
+def test_file_attaches_to_the_next_message_only(pipe, fake_model, home, tmp_path):
     notes = tmp_path / "notes.md"
     notes.write_text("Lisbon in May.\n")
-    api.queue(text("Noted."), text("Plain."))
+    fake_model.add("Noted.", "Plain.")
     out = repl(pipe, f"/file {notes}\rwhat is planned?\rand now?\r" + CTRL_D)
     assert f"attached {notes} to the next message" in out
-    assert len(api.requests) == 2
-    first = api.requests[0].body["messages"][-1]["content"][-1]["text"]
+    assert len(fake_model.requests) == 2
+    first = fake_model.requests[0].messages[-1]["content"][-1]["text"]
     assert first.endswith(f'what is planned?\n\n<file name="{notes}">\nLisbon in May.\n</file>')
-    assert sent(api).endswith("\nand now?")  # the file stays in the first message only
+    assert sent(fake_model).endswith("\nand now?")  # the file stays in the first message only
     stored = db_rows(home, "SELECT content FROM turns WHERE role = 'user' ORDER BY id")
     assert "Lisbon in May." in stored[0][0] and stored[1][0] == "and now?"
 
 
-def test_file_refuses_a_binary_or_missing_file_in_one_line(pipe, api, home, tmp_path):
+def test_file_refuses_a_binary_or_missing_file_in_one_line(pipe, fake_model, home, tmp_path):
     picture = tmp_path / "photo.png"
     picture.write_bytes(b"\x89PNG\x00\x00")
-    api.queue(text("ok"))
+    fake_model.add("ok")
     out = repl(pipe, f"/file {picture}\r/file {tmp_path / 'nope.md'}\r/file\rhi\r" + CTRL_D)
     assert f"rheo: {picture} is not a text file\n" in out
     assert f"rheo: no such file: {tmp_path / 'nope.md'}\n" in out
     assert "usage: /file PATH" in out
-    assert sent(api).endswith("hi")  # nothing was attached
+    assert sent(fake_model).endswith("hi")  # nothing was attached
 
 
-def test_edit_sends_what_the_editor_leaves(pipe, api, home, tmp_path, monkeypatch):
+def test_edit_sends_what_the_editor_leaves(pipe, fake_model, home, tmp_path, monkeypatch):
     editor = script(tmp_path / "bin", "ed.sh", 'printf "written in\\nthe editor\\n" > "$1"\n')
     monkeypatch.setenv("VISUAL", str(editor))
-    api.queue(text("Got it."))
+    fake_model.add("Got it.")
     out = repl(pipe, "/edit\r" + CTRL_D)
     assert "Got it." in out
-    assert sent(api).endswith("written in\nthe editor")
+    assert sent(fake_model).endswith("written in\nthe editor")
     stored = db_rows(home, "SELECT content FROM turns WHERE role = 'user'")
     assert [r[0] for r in stored] == ["written in\nthe editor"]
 
 
-def test_edit_with_no_editor_or_an_empty_text_sends_nothing(pipe, api, home, tmp_path, monkeypatch):
+def test_edit_with_no_editor_or_an_empty_text_sends_nothing(
+    pipe, fake_model, home, tmp_path, monkeypatch
+):
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.setenv("EDITOR", " ")
     out = repl(pipe, "/edit\r" + CTRL_D)
@@ -156,14 +157,14 @@ def test_edit_with_no_editor_or_an_empty_text_sends_nothing(pipe, api, home, tmp
     monkeypatch.setenv("EDITOR", str(script(tmp_path / "bin", "fail.sh", "exit 3\n")))
     out = repl(pipe, "/edit\r" + CTRL_D)
     assert "rheo: the editor exited with status 3; nothing was sent" in out
-    assert api.requests == []
+    assert fake_model.requests == []
 
 
-def test_copy_writes_osc_52_without_a_clipboard_program(pipe, api, home, monkeypatch):
+def test_copy_writes_osc_52_without_a_clipboard_program(pipe, fake_model, home, monkeypatch):
     for name in ("DISPLAY", "WAYLAND_DISPLAY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(clipboard.shutil, "which", lambda name: None)
-    api.queue(text("Café at 9."))
+    fake_model.add("Café at 9.")
     out = repl(pipe, "/copy\rwhen?\r/copy\r" + CTRL_D)
     assert "rheo: nothing to copy yet: no reply in this REPL" in out
     encoded = base64.b64encode("Café at 9.".encode()).decode()

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import netguard
 import pytest
-from fakeapi import error, text
+from fakeapi import text
+from fakeprovider import Canned, api_error
 from helpers import REPO, db_rows
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.input import create_pipe_input
@@ -65,12 +66,12 @@ def repl(pipe, keys: str | list[str], output=None) -> str:
     return out.getvalue()
 
 
-def test_tab_completes_slash_commands(pipe, api, home):
+def test_tab_completes_slash_commands(pipe, fake_model, home):
     out = repl(pipe, ["/hel\t", "\r", CTRL_D])
     assert "/retry" in out and "this list" in out  # /help ran
 
 
-def test_tab_completes_an_item_id_after_done(pipe, api, home):
+def test_tab_completes_an_item_id_after_done(pipe, fake_model, home):
     from rheo_cli.cli.main import run
 
     assert run(["memory", "add", "water the plants", "-t", "plants", "-c", "open_item"]) == 0
@@ -103,10 +104,10 @@ def test_completer_offers_commands_and_ids_with_meanings():
     assert complete("hello /p") == []
 
 
-def test_multi_line_input_shows_a_continuation_prompt(pipe, api, home):
+def test_multi_line_input_shows_a_continuation_prompt(pipe, fake_model, home):
     screen = io.StringIO()
     output = Vt100_Output(screen, lambda: Size(rows=24, columns=80), term="xterm")
-    api.queue(text("ok"))
+    fake_model.add("ok")
     repl(pipe, "line one\x1b\rline two\r" + CTRL_D, output=output)
     shown = ANSI.sub("", screen.getvalue())
     assert "… line two" in shown or "…line two" in shown.replace(" ", "", 1)
@@ -115,8 +116,10 @@ def test_multi_line_input_shows_a_continuation_prompt(pipe, api, home):
     )
 
 
-def test_slash_retry_resends_the_failed_question(pipe, api, home):
-    api.queue(error(400, "invalid_request_error", "nope"), text("Second time lucky."))
+def test_slash_retry_resends_the_failed_question(pipe, fake_model, home):
+    fake_model.add(
+        Canned(error=api_error(400, "invalid_request_error", "nope")), "Second time lucky."
+    )
     out = repl(pipe, "plan my week\r/retry\r/retry\r" + CTRL_D)
     assert "nope" in out and "Second time lucky." in out
     assert "nothing to retry" in out
@@ -164,6 +167,7 @@ def _on_pty(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return code, shown
 
 
+@pytest.mark.boundary
 def test_first_run_in_a_terminal_shows_setup_and_stores_nothing(home):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC")}
     env.update(RHEO_HOME=str(home), TERM="xterm")
@@ -174,6 +178,7 @@ def test_first_run_in_a_terminal_shows_setup_and_stores_nothing(home):
     assert not Path(home / "rheo.db").exists()
 
 
+@pytest.mark.boundary
 def test_ask_on_a_terminal_renders_markdown(api, home):
     api.queue(text("# Plan\n\nFirst **bold** step.\n\n- one\n- two\n", chunks=6))
     env = dict(os.environ, RHEO_HOME=str(home), TERM="xterm", COLUMNS="80")

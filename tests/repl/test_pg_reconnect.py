@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 
 import pytest
 from conftest import pg_schema_url
-from fakeapi import text
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
@@ -83,16 +82,16 @@ def test_a_terminated_connection_is_reopened_for_the_same_tenant(tagged):
     conn.close()
 
 
-def test_the_repl_carries_on_after_its_connection_is_terminated(tagged, api, monkeypatch):
+def test_the_repl_carries_on_after_its_connection_is_terminated(tagged, fake_model, monkeypatch):
     url, name = tagged
     monkeypatch.setenv("RHEO_DATABASE_URL", url)
     killed: list[int] = []
 
-    def answer(recorded):
+    def answer(request):
         killed.append(terminate(name))  # while the turn waits for its reply
-        return text(f"reply {len(killed)}")
+        return f"reply {len(killed)}"
 
-    api.handler = answer
+    fake_model.handler = answer
     with create_pipe_input() as pipe:
         pipe.send_text("first question\rsecond question\r/history question\r\x04")
         out = io.StringIO()
@@ -114,7 +113,9 @@ def test_the_repl_carries_on_after_its_connection_is_terminated(tagged, api, mon
     ]
 
 
-def test_the_repl_says_one_line_while_the_server_is_down_and_carries_on(tagged, api, monkeypatch):
+def test_the_repl_says_one_line_while_the_server_is_down_and_carries_on(
+    tagged, fake_model, monkeypatch
+):
     """The server goes away during a turn (its address now refuses connections): the reply
     is shown, one line says the exchange could not be stored, the REPL goes on; once the
     server is back the same runtime reconnects."""
@@ -126,12 +127,12 @@ def test_the_repl_says_one_line_while_the_server_is_down_and_carries_on(tagged, 
     rt = runtime.build()
     real = rt.conn._url  # type: ignore[attr-defined]
 
-    def answer(recorded):
+    def answer(request):
         rt.conn._url = nowhere  # type: ignore[attr-defined]
         terminate(name)
-        return text("the reply")
+        return "the reply"
 
-    api.handler = answer
+    fake_model.handler = answer
     with create_pipe_input() as pipe:
         pipe.send_text("first question\r/help\r\x04")
         out = io.StringIO()

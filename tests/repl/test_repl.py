@@ -6,7 +6,6 @@ import io
 from collections.abc import Iterator
 
 import pytest
-from fakeapi import text
 from helpers import db_rows
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -35,8 +34,8 @@ def repl(pipe, keys: str, **kw) -> str:
 CTRL_D = "\x04"
 
 
-def test_chat_turns_and_ctrl_d_exit(pipe, api, home):
-    api.queue(text("Hello Ana!"), text("You are Ana."))
+def test_chat_turns_and_ctrl_d_exit(pipe, fake_model, home):
+    fake_model.add("Hello Ana!", "You are Ana.")
     out = repl(pipe, "I am Ana\rwho am I?\r" + CTRL_D)
     assert "Hello Ana!" in out and "You are Ana." in out
     rows = db_rows(home, "SELECT role, content FROM turns ORDER BY id")
@@ -46,31 +45,31 @@ def test_chat_turns_and_ctrl_d_exit(pipe, api, home):
         ("user", "who am I?"),
         ("assistant", "You are Ana."),
     ]
-    assert "user: I am Ana" in api.last.body["messages"][0]["content"][-1]["text"]
+    assert "user: I am Ana" in fake_model.last.messages[0]["content"][-1]["text"]
 
 
-def test_escape_enter_makes_a_multi_line_message(pipe, api, home):
+def test_escape_enter_makes_a_multi_line_message(pipe, fake_model, home):
     repl(pipe, "line one\x1b\rline two\r" + CTRL_D)
     assert db_rows(home, "SELECT content FROM turns WHERE role='user'")[0][0] == (
         "line one\nline two"
     )
 
 
-def test_bracketed_paste_arrives_whole(pipe, api, home):
+def test_bracketed_paste_arrives_whole(pipe, fake_model, home):
     repl(pipe, "\x1b[200~first\nsecond\nthird\x1b[201~\r" + CTRL_D)
     assert db_rows(home, "SELECT content FROM turns WHERE role='user'")[0][0] == (
         "first\nsecond\nthird"
     )
 
 
-def test_history_file_persists_input(pipe, api, home):
+def test_history_file_persists_input(pipe, fake_model, home):
     repl(pipe, "remember this line\r/exit\r")
     history = (home / "history" / "default").read_text()
     assert "remember this line" in history
 
 
-def test_slash_commands(pipe, api, home):
-    api.queue(text("Stored."))
+def test_slash_commands(pipe, fake_model, home):
+    fake_model.add("Stored.")
     out = repl(
         pipe,
         "/help\rnote about zebras\r/history zebras\r/context next\r/new\r/bogus\r/exit\r",
@@ -82,16 +81,16 @@ def test_slash_commands(pipe, api, home):
     assert "unknown command /bogus" in out
 
 
-def test_new_starts_a_session(pipe, api, home):
+def test_new_starts_a_session(pipe, fake_model, home):
     repl(pipe, "one\r/new\rtwo\r" + CTRL_D)
     sessions = [r[0] for r in db_rows(home, "SELECT session_id FROM turns ORDER BY id")]
     assert sessions == [1, 1, 2, 2]
 
 
-def test_failed_call_keeps_the_repl_alive(pipe, api, home):
-    from fakeapi import error
+def test_failed_call_keeps_the_repl_alive(pipe, fake_model, home):
+    from fakeprovider import Canned, api_error
 
-    api.queue(error(400, "invalid_request_error", "nope"), text("second works"))
+    fake_model.add(Canned(error=api_error(400, "invalid_request_error", "nope")), "second works")
     out = repl(pipe, "first\rsecond\r" + CTRL_D)
     assert "rheo: the API refused the request (400)" in out
     assert "second works" in out
@@ -133,8 +132,8 @@ def test_ctrl_c_during_a_reply_keeps_partial_and_repl_alive(pipe, home, monkeypa
     ]
 
 
-def test_rendered_markdown_output(pipe, api, home):
-    api.queue(text("# Title\n\n- item one\n- item two"))
+def test_rendered_markdown_output(pipe, fake_model, home):
+    fake_model.add("# Title\n\n- item one\n- item two")
     pipe.send_text("md please\r" + CTRL_D)
     out = io.StringIO()
     rt = runtime.build()
@@ -157,15 +156,15 @@ def test_missing_key_shows_setup_guidance_and_stores_nothing(pipe, home):
     assert not (home / "rheo.db").exists()  # nothing stored, not even an empty store
 
 
-def test_history_file_is_private(pipe, api, home):
+def test_history_file_is_private(pipe, fake_model, home):
     import stat
 
     repl(pipe, "x\r" + CTRL_D)
     assert stat.S_IMODE((home / "history" / "default").stat().st_mode) == 0o600
 
 
-def test_incognito_with_a_word_other_than_on_or_off_is_a_usage_line(pipe, api, home):
-    api.queue(text("stored"))
+def test_incognito_with_a_word_other_than_on_or_off_is_a_usage_line(pipe, fake_model, home):
+    fake_model.add("stored")
     out = repl(pipe, "/incognito maybe\r/incognito on please\rstill kept\r" + CTRL_D)
     assert out.count("usage: /incognito [on|off]") == 2
     assert "Incognito:" not in out
@@ -174,7 +173,7 @@ def test_incognito_with_a_word_other_than_on_or_off_is_a_usage_line(pipe, api, h
 
 
 def test_a_reply_whose_session_was_purged_meanwhile_is_one_line_and_the_repl_goes_on(
-    pipe, api, home
+    pipe, fake_model, home
 ):
     from datetime import UTC, datetime
 
@@ -188,10 +187,10 @@ def test_a_reply_whose_session_was_purged_meanwhile_is_one_line_and_the_repl_goe
             purge.purge(conn, target, now=datetime.now(UTC))
         finally:
             conn.close()
-        api.handler = lambda rec: text("fine again")
-        return text("too late")
+        fake_model.handler = lambda rec: "fine again"
+        return "too late"
 
-    api.handler = purge_then_answer
+    fake_model.handler = purge_then_answer
     out = repl(pipe, "first\rsecond\r" + CTRL_D)
     assert "the session of this question was purged meanwhile" in out
     assert "fine again" in out
@@ -199,7 +198,7 @@ def test_a_reply_whose_session_was_purged_meanwhile_is_one_line_and_the_repl_goe
     assert [r[0] for r in rows] == ["second", "fine again"]
 
 
-def test_the_prompt_says_incognito_while_it_is_on(pipe, api, home, monkeypatch):
+def test_the_prompt_says_incognito_while_it_is_on(pipe, fake_model, home, monkeypatch):
     from prompt_toolkit import PromptSession
 
     shown: list[str] = []

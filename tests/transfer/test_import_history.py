@@ -47,6 +47,7 @@ def store(home: Path) -> list[tuple]:
     return [tuple(r) for r in turns] + [tuple(r) for r in sessions]
 
 
+@pytest.mark.boundary
 def test_chatgpt_export_keeps_the_shown_branch_times_and_order(home: Path) -> None:
     summary = imported("chatgpt", str(CHATGPT))
     assert summary["conversations"] == 2 and summary["turns"] == 6 and summary["sessions"] == 2
@@ -79,6 +80,7 @@ def test_chatgpt_export_keeps_the_shown_branch_times_and_order(home: Path) -> No
     assert turns[0]["session_id"] != turns[4]["session_id"]
 
 
+@pytest.mark.boundary
 def test_claude_export_splits_sessions_on_the_gap_and_names_attachments(home: Path) -> None:
     summary = imported("claude", str(CLAUDE))
     assert summary["conversations"] == 1 and summary["turns"] == 4
@@ -92,6 +94,7 @@ def test_claude_export_splits_sessions_on_the_gap_and_names_attachments(home: Pa
     assert turns[1]["session_id"] == turns[0]["session_id"] != turns[2]["session_id"]
 
 
+@pytest.mark.boundary
 def test_llm_logs_group_conversations_in_their_own_order(home: Path, llm_db: Path) -> None:
     summary = imported("llm", str(llm_db))
     assert summary["conversations"] == 3 and summary["turns"] == 9
@@ -113,6 +116,7 @@ def test_llm_logs_group_conversations_in_their_own_order(home: Path, llm_db: Pat
     assert sessions[0] == sessions[3] != sessions[4]  # 08:05, then three days later
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize("fmt", ["chatgpt", "claude", "llm"])
 def test_a_second_import_leaves_the_same_store(home: Path, llm_db: Path, fmt: str) -> None:
     path = {"chatgpt": CHATGPT, "claude": CLAUDE, "llm": llm_db}[fmt]
@@ -124,6 +128,7 @@ def test_a_second_import_leaves_the_same_store(home: Path, llm_db: Path, fmt: st
     assert again["skipped"]["already imported"] == first["turns"]
 
 
+@pytest.mark.boundary
 def test_a_later_export_adds_only_the_new_messages(home: Path, tmp_path: Path) -> None:
     imported("claude", str(CLAUDE))
     data = json.loads(CLAUDE.read_text())
@@ -143,6 +148,7 @@ def test_a_later_export_adds_only_the_new_messages(home: Path, tmp_path: Path) -
     assert tuple(last) == ("The physio says I can run again.", "2024-05-20T18:00:00.000Z")
 
 
+@pytest.mark.boundary
 def test_extract_queues_ordinary_jobs_only_when_asked(home: Path) -> None:
     imported("claude", str(CLAUDE))
     assert db_rows(home, "SELECT count(*) FROM jobs")[0][0] == 0
@@ -168,6 +174,7 @@ def test_extract_queues_ordinary_jobs_only_when_asked(home: Path) -> None:
     ]
 
 
+@pytest.mark.boundary
 def test_the_text_summary_says_what_was_skipped(home: Path) -> None:
     done = run_rheo("import-history", "chatgpt", str(CHATGPT))
     assert done.returncode == 0
@@ -176,6 +183,7 @@ def test_the_text_summary_says_what_was_skipped(home: Path) -> None:
     assert "1  tool message" in out
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize(
     ("fmt", "text", "message"),
     [
@@ -211,6 +219,7 @@ def test_malformed_input_names_the_place_and_stores_nothing(
     assert not (home / "rheo.db").exists() or db_rows(home, "SELECT count(*) FROM turns")[0][0] == 0
 
 
+@pytest.mark.boundary
 def test_a_file_that_is_not_an_llm_database(home: Path, tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE notes (x)").connection.commit()
@@ -245,6 +254,7 @@ def test_the_format_is_recognised_from_the_file(llm_db: Path) -> None:
     assert sniff(DATA / "llm_logs.sql") is None
 
 
+@pytest.mark.boundary
 def test_a_terminal_sees_a_progress_bar(home: Path) -> None:
     import os
     import pty
@@ -291,6 +301,7 @@ def llm036_db(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.boundary
 def test_llm_message_store_of_current_llm_is_imported(home: Path, llm036_db: Path) -> None:
     summary = imported("llm", str(llm036_db))
     # 4 turns of the message store + the legacy row from before the upgrade; the legacy row
@@ -322,6 +333,7 @@ def test_llm_message_store_of_current_llm_is_imported(home: Path, llm036_db: Pat
     assert again["turns"] == 0 and again["skipped"]["already imported"] == 10
 
 
+@pytest.mark.boundary
 def test_a_file_with_no_readable_conversation_is_an_error(home: Path, tmp_path: Path) -> None:
     empty = tmp_path / "logs.db"
     conn = sqlite3.connect(empty)

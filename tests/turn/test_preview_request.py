@@ -1,6 +1,6 @@
 """The preview is the request: ``rheo context TEXT`` (and ``--json``) shows
 byte for byte the system text, sections and message that ``rheo ask TEXT`` sends at the same
-clock — compared here with what the local fake server received."""
+clock — compared here with the request the in-process fake model was asked."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import json
 from datetime import datetime, timedelta
 
 import pytest
-from fakeapi import text
 from helpers import kind_of, route
 
 T0 = datetime.fromisoformat("2026-03-02T09:00:00+01:00")
@@ -25,10 +24,10 @@ HISTORY = [
 ]
 
 
-def build_store(rheo, api, monkeypatch) -> None:
+def build_store(rheo, fake_model, monkeypatch) -> None:
     """Turns over several sessions (ask with a scripted reply for each)."""
     replies = [t for i, (_, t) in enumerate(HISTORY) if i % 2]
-    route(api, chat=[text(r) for r in replies])
+    route(fake_model, chat=replies)
     for i in range(0, len(HISTORY), 2):
         delta, message = HISTORY[i]
         monkeypatch.setenv("RHEO_NOW", (T0 + delta).isoformat())
@@ -61,19 +60,29 @@ def many_matching_turns(home) -> None:
         conn.close()
 
 
-def test_context_matches_the_request_when_many_turns_match(rheo, api, monkeypatch, home):
+def test_context_matches_the_request_when_many_turns_match(rheo, fake_model, monkeypatch, home):
     many_matching_turns(home)
     monkeypatch.setenv("RHEO_NOW", T0.isoformat())
     message = "Nutrifax invoice payment reference?"
     preview = json.loads(rheo("context", message, "--json").stdout)
-    route(api, chat=text("NX-59."))
+    route(fake_model, chat="NX-59.")
     assert rheo("ask", message).exit_code == 0
-    sent = chat_bodies(api)[-1]
+    sent = chat_bodies(fake_model)[-1]
     assert sent["messages"] == preview["messages"]
 
 
-def chat_bodies(api) -> list[dict]:
-    return [r.body for r in api.message_requests if kind_of(r) == "chat"]
+def chat_bodies(fake_model) -> list[dict]:
+    """The chat requests the fake model was asked, as the preview's JSON shows them: system
+    blocks (``text``), messages, tools (with their specs)."""
+    return [
+        {
+            "system": [{"text": b.text} for b in r.system],
+            "messages": r.messages,
+            "tools": [{"name": t.name} for t in r.tools],
+        }
+        for r in fake_model.requests
+        if kind_of(r) == "chat"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -85,15 +94,15 @@ def chat_bodies(api) -> list[dict]:
     ],
     ids=["same-session", "after-a-gap", "days-later"],
 )
-def test_context_json_is_the_request_ask_sends(rheo, api, monkeypatch, later, message):
-    build_store(rheo, api, monkeypatch)
+def test_context_json_is_the_request_ask_sends(rheo, fake_model, monkeypatch, later, message):
+    build_store(rheo, fake_model, monkeypatch)
     monkeypatch.setenv("RHEO_NOW", (T0 + later).isoformat())
     shown = rheo("context", message, "--json")
     assert shown.exit_code == 0, shown.output
     preview = json.loads(shown.stdout)
-    route(api, chat=text("Here is where things stand."))
+    route(fake_model, chat="Here is where things stand.")
     assert rheo("ask", message).exit_code == 0
-    sent = chat_bodies(api)[-1]
+    sent = chat_bodies(fake_model)[-1]
     assert [b["text"] for b in sent["system"]] == [b["text"] for b in preview["system"]]
     assert sent["messages"] == preview["messages"]
     assert [t["name"] for t in sent["tools"]] == preview["tools"]
@@ -105,25 +114,25 @@ def test_context_json_is_the_request_ask_sends(rheo, api, monkeypatch, later, me
     assert whole.endswith("\n---\n" + message)
 
 
-def test_plain_context_prints_the_request_text(rheo, api, monkeypatch):
-    build_store(rheo, api, monkeypatch)
+def test_plain_context_prints_the_request_text(rheo, fake_model, monkeypatch):
+    build_store(rheo, fake_model, monkeypatch)
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=6)).isoformat())
     message = "Where are we with Nutrifax?"
     shown = rheo("context", message)
     assert shown.exit_code == 0, shown.output
-    route(api, chat=text("ok"))
+    route(fake_model, chat="ok")
     assert rheo("ask", message).exit_code == 0
-    sent = chat_bodies(api)[-1]
+    sent = chat_bodies(fake_model)[-1]
     for block in sent["system"]:
         assert block["text"] in shown.stdout
     for part in sent["messages"][0]["content"]:
         assert part["text"] in shown.stdout
 
 
-def test_preview_leaves_the_store_as_it_was(rheo, api, monkeypatch, home):
+def test_preview_leaves_the_store_as_it_was(rheo, fake_model, monkeypatch, home):
     from helpers import db_rows
 
-    build_store(rheo, api, monkeypatch)
+    build_store(rheo, fake_model, monkeypatch)
     before = [tuple(r) for r in db_rows(home, "SELECT id, session_id, content FROM turns")]
     sessions = [tuple(r) for r in db_rows(home, "SELECT * FROM sessions")]
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(hours=6)).isoformat())
@@ -134,21 +143,21 @@ def test_preview_leaves_the_store_as_it_was(rheo, api, monkeypatch, home):
     assert hits == []
 
 
-def test_new_session_preview_matches_ask_new(rheo, api, monkeypatch):
-    build_store(rheo, api, monkeypatch)
+def test_new_session_preview_matches_ask_new(rheo, fake_model, monkeypatch):
+    build_store(rheo, fake_model, monkeypatch)
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=5)).isoformat())
     message = "Fresh start: the Nutrifax invoice."
     preview = json.loads(rheo("--new", "context", message, "--json").stdout)
     assert preview["new_session"] is True and preview["session_id"] is None
-    route(api, chat=text("ok"))
+    route(fake_model, chat="ok")
     assert rheo("--new", "ask", message).exit_code == 0
-    sent = chat_bodies(api)[-1]
+    sent = chat_bodies(fake_model)[-1]
     assert sent["messages"] == preview["messages"]
     assert "=== CURRENT SESSION ===" not in json.dumps(sent["messages"])
 
 
-def test_context_without_a_message_still_shows_the_context(rheo, api, monkeypatch):
-    build_store(rheo, api, monkeypatch)
+def test_context_without_a_message_still_shows_the_context(rheo, fake_model, monkeypatch):
+    build_store(rheo, fake_model, monkeypatch)
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=5)).isoformat())
     shown = rheo("context", "--json")
     assert shown.exit_code == 0, shown.output
@@ -175,9 +184,9 @@ def _memory_rows(home) -> list[list[tuple]]:
     ids=["remember", "forget"],
 )
 def test_an_explicit_request_is_previewed_as_ask_honours_it_and_nothing_is_kept(
-    rheo, api, monkeypatch, home, message, shown, hidden
+    rheo, fake_model, monkeypatch, home, message, shown, hidden
 ):
-    build_store(rheo, api, monkeypatch)
+    build_store(rheo, fake_model, monkeypatch)
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=1)).isoformat())
     assert rheo("ask", "Remember that I like green tea.").exit_code == 0
     monkeypatch.setenv("RHEO_NOW", (T0 + timedelta(minutes=5)).isoformat())
@@ -190,8 +199,8 @@ def test_an_explicit_request_is_previewed_as_ask_honours_it_and_nothing_is_kept(
     if hidden:
         assert all(hidden not in m for m in memory)
         assert hidden in json.dumps(before[0])  # it was there to forget
-    route(api, chat=text("Noted."))
+    route(fake_model, chat="Noted.")
     assert rheo("ask", message).exit_code == 0
-    sent = chat_bodies(api)[-1]
+    sent = chat_bodies(fake_model)[-1]
     assert [b["text"] for b in sent["system"]] == [b["text"] for b in preview["system"]]
     assert sent["messages"] == preview["messages"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fakeapi import text
 from helpers import db_rows, kind_of
 
 from rheo_cli.memory import purge
@@ -15,21 +14,21 @@ from rheo_cli.memory.store import db
 def purging_reply(home, profile):
     def answer(rec):
         if kind_of(rec) != "chat":
-            return text('{"facts": []}')
+            return '{"facts": []}'
         conn = db.open_store(home / "rheo.db")
         try:
             target = purge.plan(conn, profile=profile, what="profile", ref_id=None)
             purge.purge(conn, target, now=datetime.now(UTC))
         finally:
             conn.close()
-        return text("a reply that came too late")
+        return "a reply that came too late"
 
     return answer
 
 
-def test_an_ask_whose_profile_is_purged_meanwhile_fails_as_a_runtime_race(rheo, api, home):
+def test_an_ask_whose_profile_is_purged_meanwhile_fails_as_a_runtime_race(rheo, fake_model, home):
     assert rheo("-p", "gina", "ask", "first").exit_code == 0
-    api.handler = purging_reply(home, "gina")
+    fake_model.handler = purging_reply(home, "gina")
     result = rheo("-p", "gina", "ask", "second")
     assert result.exit_code == 1, result.stderr
     (line,) = result.stderr.strip().splitlines()

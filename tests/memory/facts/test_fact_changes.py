@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import as_tenant
-from fakeapi import structured, text
-from helpers import facts_reply, kind_of, route
+from fakeprovider import Canned, facts
+from helpers import kind_of, route
 
 from rheo_cli.memory.facts import curation, events, items, remember
 from rheo_cli.memory.facts.remember import Fact
@@ -325,12 +325,12 @@ def at(monkeypatch, when: datetime) -> None:
     monkeypatch.setenv("RHEO_NOW", when.isoformat())
 
 
-def test_cli_report_6_sent_invoice_marks_the_item_done(rheo, api, monkeypatch):
+def test_cli_report_6_sent_invoice_marks_the_item_done(rheo, fake_model, monkeypatch):
     route(
-        api,
-        chat=text("Noted."),
+        fake_model,
+        chat="Noted.",
         extract=[
-            facts_reply(
+            facts(
                 {
                     "relation": "new",
                     "category": "open_item",
@@ -340,7 +340,7 @@ def test_cli_report_6_sent_invoice_marks_the_item_done(rheo, api, monkeypatch):
                     "confidence": 0.9,
                 }
             ),
-            facts_reply(
+            facts(
                 {
                     "relation": "done",
                     "existing_id": 1,
@@ -358,11 +358,11 @@ def test_cli_report_6_sent_invoice_marks_the_item_done(rheo, api, monkeypatch):
     at(monkeypatch, T0 + timedelta(days=3))
     rheo("ask", "I sent the Acme invoice yesterday.")
     assert rheo("maintain").exit_code == 0
-    extract = [r for r in api.message_requests if kind_of(r) == "extract"]
-    assert extract[-1].body["tool_choice"] == {"type": "tool", "name": "record_facts"}
+    extract = [r for r in fake_model.requests if kind_of(r) == "extract"]
+    assert extract[-1].tool_choice == "record_facts"
     assert (
         "#1 [open_item] acme-invoice: Send the invoice to Acme by Friday"
-        in (extract[-1].body["messages"][0]["content"][0]["text"])
+        in (extract[-1].messages[0]["content"][0]["text"])
     )
     assert json.loads(rheo("items", "list", "--json").stdout) == []
     every = json.loads(rheo("items", "list", "--all", "--json").stdout)
@@ -371,66 +371,32 @@ def test_cli_report_6_sent_invoice_marks_the_item_done(rheo, api, monkeypatch):
     assert "Sent the Acme invoice" in rheo("memory", "show", "1").stdout
 
 
-def test_cli_the_extractor_answers_through_a_forced_tool_call(rheo, api, monkeypatch):
+def test_cli_the_extractor_answers_through_a_forced_tool_call(rheo, fake_model, monkeypatch):
     fact = {"relation": "new", "category": "preference", "topic": "tea", "label": "Loves tea"}
-    route(api, chat=text("ok"), extract=structured({"facts": [fact]}))
+    route(fake_model, chat="ok", extract=Canned(tool_calls=[("record_facts", {"facts": [fact]})]))
     at(monkeypatch, T0)
     rheo("ask", "I love tea.")
     rheo("maintain")
-    extract = next(r for r in api.message_requests if kind_of(r) == "extract")
-    assert [t["name"] for t in extract.body["tools"]] == ["record_facts"]
-    assert extract.body["tools"][0]["input_schema"]["properties"]["facts"]["maxItems"] == 3
+    extract = next(r for r in fake_model.requests if kind_of(r) == "extract")
+    assert [t.name for t in extract.tools] == ["record_facts"]
+    assert extract.tools[0].input_schema["properties"]["facts"]["maxItems"] == 3
     assert [m["content"]["label"] for m in json.loads(rheo("memory", "list", "--json").stdout)] == [
         "Loves tea"
     ]
 
 
-def test_cli_a_plain_text_reply_is_still_read(rheo, api, monkeypatch):
-    reply = text(
+def test_cli_a_plain_text_reply_is_still_read(rheo, fake_model, monkeypatch):
+    reply = Canned(
         'Here: ```json\n{"facts": [{"category": "fact", "topic": "city", '
         '"label": "Lives in Porto", "relation": "new"}]}\n```'
     )
-    route(api, chat=text("ok"), extract=reply)
+    route(fake_model, chat="ok", extract=reply)
     at(monkeypatch, T0)
     rheo("ask", "I live in Porto.")
     rheo("maintain")
     assert json.loads(rheo("memory", "list", "--json").stdout)[0]["content"]["label"] == (
         "Lives in Porto"
     )
-
-
-def test_the_provider_returns_the_forced_call_as_json(api, monkeypatch):
-    from rheo_cli.providers.anthropic_api import AnthropicProvider
-    from rheo_cli.providers.base import ChatRequest, SystemBlock, ToolSpec
-
-    spec = ToolSpec("record_facts", "Record facts.", {"type": "object", "properties": {}})
-    request = ChatRequest(
-        model="claude-test",
-        system=[SystemBlock("Extract.")],
-        messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
-        tools=[spec],
-        tool_choice="record_facts",
-    )
-    api.queue(structured({"facts": [{"label": "x"}]}), text('{"facts": []}'))
-    provider = AnthropicProvider(timeout_s=10)
-    out, _usage, _model = provider.complete(request)
-    assert json.loads(out) == {"facts": [{"label": "x"}]}
-    assert api.last.body["tool_choice"] == {"type": "tool", "name": "record_facts"}
-    # A model that answers in text anyway: the text comes back, for the repair path.
-    assert provider.complete(request)[0] == '{"facts": []}'
-    provider.close()
-
-
-def test_the_fake_refuses_a_forced_tool_it_was_not_given(api):
-    from fakeapi import validate_messages_request
-
-    body = {
-        "model": "m",
-        "max_tokens": 10,
-        "messages": [{"role": "user", "content": "hi"}],
-        "tool_choice": {"type": "tool", "name": "record_facts"},
-    }
-    assert "not one of the request's tools" in validate_messages_request(body)
 
 
 # --- the same words filed anew as an open item (a new user's report) ----------------------

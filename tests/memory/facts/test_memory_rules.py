@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import as_tenant
-from fakeapi import text, tool_use
-from helpers import db_rows, facts_reply, route
+from fakeprovider import Canned, facts
+from helpers import db_rows, route
 
 from rheo_cli.memory import jobs
 from rheo_cli.memory.facts import curation, items, remember
@@ -123,18 +123,18 @@ def test_line_breaks_of_any_kind_cannot_start_a_section():
         assert "===" not in rendered
 
 
-# --- through the CLI and the fake API -----------------------------------------------------
+# --- through the CLI and the fake model ---------------------------------------------------
 
 
-def test_a_poisoned_extraction_does_not_stall_the_queue(rheo, api, monkeypatch, home):
+def test_a_poisoned_extraction_does_not_stall_the_queue(rheo, fake_model, monkeypatch, home):
     bad_outputs = [
-        text('{"facts": ' + "[" * 1000 + "]" * 1000 + "}"),
-        text('{"facts":[{"label":"x","due":"0001-01-01T00:00:00+05:00","topic":"t"}]}'),
-        text('{"facts":[{"category":"fact","topic":"u","label":"has \\ud800 x"}]}'),
-        text('{"facts":[{"topic":"pet","label":"Has a cat named Tom"},{"label":"!!!"}]}'),
-        text("{" * 40000),
+        '{"facts": ' + "[" * 1000 + "]" * 1000 + "}",
+        '{"facts":[{"label":"x","due":"0001-01-01T00:00:00+05:00","topic":"t"}]}',
+        '{"facts":[{"category":"fact","topic":"u","label":"has \\ud800 x"}]}',
+        '{"facts":[{"topic":"pet","label":"Has a cat named Tom"},{"label":"!!!"}]}',
+        "{" * 40000,
     ]
-    route(api, extract=bad_outputs)
+    route(fake_model, extract=bad_outputs)
     monkeypatch.setenv("RHEO_NOW", "2026-02-01T09:00:00Z")
     for n in range(len(bad_outputs)):
         rheo("ask", f"message {n}")
@@ -153,7 +153,9 @@ def test_a_poisoned_extraction_does_not_stall_the_queue(rheo, api, monkeypatch, 
     assert statuses[-1] == "pending" and statuses.count("done") == len(ran["done"]) >= 3
 
 
-def test_a_job_that_keeps_crashing_the_same_way_stops_after_three(rheo, api, monkeypatch, home):
+def test_a_job_that_keeps_crashing_the_same_way_stops_after_three(
+    rheo, fake_model, monkeypatch, home
+):
     from rheo_cli.background import worker
 
     def explode(*args):
@@ -184,59 +186,60 @@ def test_takeovers_of_killed_runners_are_not_counted_as_attempts(conn):
     assert jobs.get_job(conn, 1).status == "running"
 
 
-def test_tool_writes_are_limited_per_message(rheo, api, home):
-    from fakeapi import multi
-
+def test_tool_writes_are_limited_per_message(rheo, fake_model, home):
     calls = [
-        {
-            "type": "tool_use",
-            "name": "write_memory",
-            "input": {
+        (
+            "write_memory",
+            {
                 "category": "fact",
                 "topic": f"t{n}",
                 "label": f"Fact number {n}",
             },
-        }
+        )
         for n in range(7)
     ]
-    api.queue(multi(calls), text("done"))
+    fake_model.add(Canned(tool_calls=calls), "done")
     assert rheo("ask", "remember lots").exit_code == 0
     assert len(db_rows(home, "SELECT id FROM memory_items")) == 5
 
 
-def test_out_of_range_due_date_from_a_tool_is_refused(rheo, api, home):
+def test_out_of_range_due_date_from_a_tool_is_refused(rheo, fake_model, home):
     # A tool call's bad date is refused in one line (the model can call again with a
     # date), as over MCP; only the background extractor drops a date and keeps the fact.
-    api.queue(
-        tool_use(
-            "write_memory",
-            {
-                "category": "open_item",
-                "topic": "someday",
-                "label": "Learn Sanskrit",
-                "due": "0999-06-01",
-            },
+    fake_model.add(
+        Canned(
+            tool_calls=[
+                (
+                    "write_memory",
+                    {
+                        "category": "open_item",
+                        "topic": "someday",
+                        "label": "Learn Sanskrit",
+                        "due": "0999-06-01",
+                    },
+                )
+            ]
         ),
-        text("ok"),
+        "ok",
     )
     rheo("ask", "one day I'll learn Sanskrit")
-    result = api.message_requests[1].body["messages"][2]["content"][0]
+    result = fake_model.requests[1].messages[2]["content"][0]
     assert result["is_error"] is True
     assert result["content"] == (
         "due '0999-06-01' is out of range: dates must be between the years 1000 and 9998"
     )
     assert db_rows(home, "SELECT due_at FROM memory_items") == []
-    api.queue(text("still fine"))
+    fake_model.add("still fine")
     assert rheo("ask", "hello").exit_code == 0
     assert rheo("items", "list").exit_code == 0
 
 
-def test_memory_search_tool_never_returns_retracted_facts(rheo, api, home):
+def test_memory_search_tool_never_returns_retracted_facts(rheo, fake_model, home):
     rheo("memory", "add", "Diagnosed with diabetes", "--topic", "health")
     rheo("memory", "forget", "1")
-    api.queue(tool_use("memory_search", {"query": "diabetes"}), text("nothing"))
+    fake_model.add(Canned(tool_calls=[("memory_search", {"query": "diabetes"})]), "nothing")
     rheo("ask", "what about my health?")
-    result = api.message_requests[1].body["messages"][2]["content"][0]["content"]
+    result = fake_model.requests[1].messages[2]["content"][0]["content"]
     assert result == "no stored facts match"
 
 
@@ -258,17 +261,17 @@ def test_terminal_control_codes_are_not_printed(rheo):
         assert "\x1b" not in out and "\x07" not in out and "tea" in out
 
 
-def test_piped_documents_do_not_pin(rheo, api, home):
+def test_piped_documents_do_not_pin(rheo, fake_model, home):
     route(
-        api,
-        extract=facts_reply({"topic": "scene", "label": "Mary holds a grudge", "confidence": 0.5}),
+        fake_model,
+        extract=facts({"topic": "scene", "label": "Mary holds a grudge", "confidence": 0.5}),
     )
     rheo("ask", "summarise this scene", input="MARY: Never forget what they did.\n")
     rheo("maintain")
     assert db_rows(home, "SELECT pinned FROM memory_items")[0][0] == 0
 
 
-def test_a_time_question_with_other_words_falls_back_to_that_time(rheo, api, monkeypatch):
+def test_a_time_question_with_other_words_falls_back_to_that_time(rheo, fake_model, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", "2026-09-14T18:00:00+00:00")
     rheo("ask", "I got new running shoes at the mall")
     monkeypatch.setenv("RHEO_NOW", "2026-09-15T10:00:00+00:00")

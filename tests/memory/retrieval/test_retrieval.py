@@ -204,7 +204,7 @@ def test_long_turn_is_cut_to_its_matching_sentences(conn):
     assert "…" in line and len(line) < 1200
 
 
-def test_context_explain_shows_sources_and_reasons(rheo, api, monkeypatch):
+def test_context_explain_shows_sources_and_reasons(rheo, fake_model, monkeypatch):
     monkeypatch.setenv("RHEO_NOW", "2026-10-14T09:00:00Z")
     rheo("ask", "The plumber Jorge fixed the boiler")
     # A later session, so the boiler turn is history, not the end of the previous session.

@@ -117,6 +117,7 @@ def test_upgrade_from_every_earlier_version_keeps_the_data(tmp_path, version):
     conn.close()
 
 
+@pytest.mark.boundary
 @pytest.mark.parametrize("journal", ["wal", "delete"])
 def test_a_database_from_a_newer_rheo_is_refused_and_left_untouched(tmp_path, home, journal):
     home.mkdir(parents=True, exist_ok=True)

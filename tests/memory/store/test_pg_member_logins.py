@@ -246,6 +246,7 @@ def test_only_the_owner_grants_and_a_revoked_member_is_shut_out(team):
     assert counts(team.alice, "shared")["turns"] == 3  # her other grant stands
 
 
+@pytest.mark.boundary
 def test_through_the_cli_other_profiles_are_refused_in_one_line(team, home):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RHEO_DATABASE")}
     env.update(RHEO_HOME=str(home), RHEO_WORKER="off")
@@ -267,6 +268,7 @@ def test_through_the_cli_other_profiles_are_refused_in_one_line(team, home):
     assert counts(team.owner, "globex")["turns"] == 3
 
 
+@pytest.mark.boundary
 def test_the_team_commands_as_the_owner(team, home):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RHEO_DATABASE")}
     env.update(RHEO_HOME=str(home), RHEO_WORKER="off", RHEO_DATABASE_URL=team.owner)

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.skipif(
 NOW = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
 
 
+@pytest.mark.boundary
 def test_row_level_security_scopes_queries_and_the_owner_acts_for_every_profile(home):
     with pg_schema_url() as url:
         for tenant in ("a", "b"):

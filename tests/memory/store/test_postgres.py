@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from conftest import admin_url, pg_schema_url
-from fakeapi import text
 from helpers import request_text
 
 from rheo_cli.memory import jobs
@@ -160,15 +159,15 @@ def test_an_unreachable_server_is_one_clear_error():
         db.open_url("postgresql://rheo@127.0.0.1:9/none?connect_timeout=2", tenant="default")
 
 
-def test_commands_run_on_postgres(rheo, api, url, monkeypatch):
+def test_commands_run_on_postgres(rheo, fake_model, url, monkeypatch):
     monkeypatch.setenv("RHEO_DATABASE_URL", url)
     monkeypatch.setenv("RHEO_NOW", "2026-05-01T09:00:00Z")
-    api.queue(text("Noted: Miso."), text("Your cat is Miso."))
+    fake_model.add("Noted: Miso.", "Your cat is Miso.")
     assert rheo("ask", "My cat is called Miso.").exit_code == 0
     monkeypatch.setenv("RHEO_NOW", "2026-05-01T09:05:00Z")
     result = rheo("ask", "What is my cat called?")
     assert result.exit_code == 0, result.stderr
-    assert "user: My cat is called Miso." in request_text(api.last)
+    assert "user: My cat is called Miso." in request_text(fake_model.last)
 
     added = rheo("memory", "add", "--topic", "dentist", "The dentist appointment is on Friday")
     assert added.exit_code == 0, added.stderr
