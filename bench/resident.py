@@ -13,6 +13,7 @@ all of them alike. Prints the median, fastest and slowest (ms), and the load ave
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import statistics
@@ -115,6 +116,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7, help="runs per row")
     parser.add_argument("--llm", help="the llm executable (with llm-anthropic installed)")
     args = parser.parse_args()
+    # rheo's own bytecode, as an installed rheo has it (pip compiles what it installs; an
+    # editable checkout under PYTHONDONTWRITEBYTECODE=1 would compile every module in every
+    # process, and llm, installed by pip, would not)
+    compileall.compile_dir(str(REPO / "rheo_cli"), quiet=1)
     home = tempfile.mkdtemp(prefix="rheo-bench-resident-")
     with FakeAnthropic() as api:
         api.default = text(REPLY, chunks=3)
