@@ -32,6 +32,10 @@ CONNECT_TIMEOUT_S = 5.0
 """How long the resident waits for a connection it prepares (seconds)."""
 RESTOCK_FOR_S = 300.0
 """For how long after its last question an origin's connection is renewed when it expires."""
+RENEW_MIN_LIFE_S = 10.0
+"""A prepared connection the server closed sooner than this is not renewed until the next
+question: a server (or a proxy before it) that closes idle connections at once would
+otherwise be reconnected to again and again."""
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")
 MAX_FD = 65536
 """Descriptors above this are not closed by a connector (rheo opens far fewer)."""
@@ -40,10 +44,13 @@ Origin = tuple[str, int]
 """Host and port a request's process will connect to."""
 
 
-def origin_of(environ: Mapping[str, str], argv: list[str]) -> Origin | None:
-    """The origin a request for ``argv`` with ``environ`` will reach when it asks Claude
-    through the API: ``ANTHROPIC_BASE_URL``'s host and port, else api.anthropic.com:443;
-    None when it will not (``rheo mcp`` and the like, no API key or token, a proxy set, a URL
+def origin_of(
+    environ: Mapping[str, str], argv: list[str], config: Mapping[str, Any] | None = None
+) -> Origin | None:
+    """The origin a request for ``argv`` with ``environ`` (and ``config``, its config.toml
+    read as a table) will reach when it asks Claude through the API: ``ANTHROPIC_BASE_URL``'s
+    host and port, else api.anthropic.com:443; None when it may well not (``rheo mcp`` and the
+    like, no API key or token, another provider or an assistant named, a proxy set, a URL
     rheo cannot read). ``argv`` empty: a question piped to ``rheo``."""
     if argv and "ask" not in argv[:4]:
         return None
@@ -51,6 +58,8 @@ def origin_of(environ: Mapping[str, str], argv: list[str]) -> Origin | None:
         environ.get("ANTHROPIC_API_KEY", "").strip()
         or environ.get("ANTHROPIC_AUTH_TOKEN", "").strip()
     ):
+        return None
+    if _other_provider(environ, argv, config or {}):
         return None
     if any(environ.get(name) or environ.get(name.lower()) for name in PROXY_VARIABLES):
         return None
@@ -63,6 +72,30 @@ def origin_of(environ: Mapping[str, str], argv: list[str]) -> Origin | None:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         return None
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def _other_provider(environ: Mapping[str, str], argv: list[str], config: Mapping[str, Any]) -> bool:
+    """Whether the request names a provider other than Anthropic's API (``--provider``,
+    ``RHEO_PROVIDER``, config.toml's ``provider``, a ``provider:model`` model) or an assistant
+    (which may name its own)."""
+    named: list[str] = []
+    for flag, value in zip(argv, argv[1:], strict=False):
+        if flag == "--provider":
+            named.append(value)
+        elif flag in ("-m", "--model") and ":" in value:
+            named.append(value.split(":", 1)[0])
+    if any(a in ("-a", "--assistant") or a.startswith("--assistant=") for a in argv):
+        return True
+    named += [a.split("=", 1)[1] for a in argv if a.startswith("--provider=")]
+    named.append(environ.get("RHEO_PROVIDER", ""))
+    model = environ.get("RHEO_MODEL", "")
+    named.append(model.split(":", 1)[0] if ":" in model else "")
+    configured, configured_model = config.get("provider"), config.get("model")
+    if isinstance(configured, str):
+        named.append(configured)
+    if isinstance(configured_model, str) and ":" in configured_model:
+        named.append(configured_model.split(":", 1)[0])
+    return any(n.strip().lower() not in ("", "anthropic") for n in named)
 
 
 def alive(sock: socket.socket) -> bool:
@@ -166,8 +199,8 @@ class Stock:
 
     def expire(self, now: float | None = None) -> None:
         """Close connections too old to hand out, or closed by their peer, and end connectors
-        that took too long; renew the connections of origins asked for within
-        `RESTOCK_FOR_S`."""
+        that took too long; renew the connections of origins asked for within `RESTOCK_FOR_S`
+        (one the peer closed only when it had lived `RENEW_MIN_LIFE_S`)."""
         now = time.monotonic() if now is None else now
         for origin, entry in list(self.connecting.items()):
             if now - entry.started > CONNECT_TIMEOUT_S + 1:
@@ -177,10 +210,13 @@ class Stock:
                     os.kill(entry.pid, signal.SIGKILL)
                 _reap(entry.pid)
         for origin, ready in list(self.ready.items()):
-            if now - ready.opened > STOCK_MAX_S or not alive(ready.sock):
+            lived = now - ready.opened
+            old = lived > STOCK_MAX_S
+            if old or not alive(ready.sock):
                 del self.ready[origin]
                 ready.sock.close()
-                if now - self.asked.get(origin, -RESTOCK_FOR_S) < RESTOCK_FOR_S:
+                asked_lately = now - self.asked.get(origin, -RESTOCK_FOR_S) < RESTOCK_FOR_S
+                if asked_lately and (old or lived >= RENEW_MIN_LIFE_S):
                     self._connect(origin, now)
 
     def take(self, origin: Origin, now: float | None = None) -> socket.socket | None:

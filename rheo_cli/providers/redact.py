@@ -25,8 +25,10 @@ def add_secret_env(name: str) -> None:
         _SECRET_ENV.add(name)
 
 
-def _literals() -> list[str]:
-    """The secrets the environment holds: configured keys, base URLs' credentials."""
+def environment_secrets() -> list[str]:
+    """The secrets the environment holds: configured keys (``ANTHROPIC_API_KEY``,
+    ``ANTHROPIC_AUTH_TOKEN``, ``OPENAI_API_KEY``; 8 characters or more), base URLs'
+    credentials."""
     found = []
     for name in sorted(_SECRET_ENV):
         secret = os.environ.get(name, "")
@@ -46,4 +48,4 @@ def redact(text: str) -> str:
     like a key or token, URL credentials, credential query parameters and header values) and
     the configured API keys and base-URL credentials of the environment; terminal control
     sequences and invisible characters are removed."""
-    return redact_text(text, _literals())
+    return redact_text(text, environment_secrets())

@@ -235,6 +235,8 @@ def _follow(reader: protocol.LineReader, pid: int, *, asking: bool) -> int:
     except (OSError, ValueError):
         message = None
     if message is None or not isinstance(message.get("exit"), int):
+        if os.isatty(1) and os.isatty(2):
+            _say("")  # the reply may have stopped mid-line on the same terminal
         _say(
             "rheo: the resident process stopped before the command ended"
             + (

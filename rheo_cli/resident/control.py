@@ -5,6 +5,7 @@ next resident, or to the next message)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -41,7 +42,10 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
     if answer is None:
         held = launch.holder(rheo_home)
         if held is None:
-            return "resident: not running (starts on the next ask that succeeds)"
+            return (
+                "resident: not running (the next 'rheo ask' that succeeds, the REPL or the "
+                "Telegram bot starts it)"
+            )
         pid, state = held
         if state == "stopping":
             return f"resident: stopping (pid {pid}: running requests finish first)"
@@ -62,8 +66,7 @@ def stop(rheo_home: str) -> str:
     `STOP_WAIT_S` for it to exit; what happened, in one line."""
     answer = ask(rheo_home, "stop")
     held = launch.holder(rheo_home)
-    if answer is None and held is None:
-        return "resident: not running"
+    stopped_one = held is not None
     if answer is None and held is not None:
         with contextlib.suppress(OSError):
             os.kill(held[0], signal.SIGTERM)
@@ -71,9 +74,64 @@ def stop(rheo_home: str) -> str:
     while launch.running(rheo_home) and time.monotonic() < deadline:
         time.sleep(0.1)
     held = launch.holder(rheo_home)
-    if held is None:
-        return "resident: stopped"
-    return f"resident: stopping (pid {held[0]}: running requests finish first)"
+    if held is not None:
+        return f"resident: stopping (pid {held[0]}: running requests finish first)"
+    orphans = end_orphan_watchers(rheo_home)
+    said = "resident: stopped" if answer is not None or stopped_one else "resident: not running"
+    if orphans:
+        pids = ", ".join(str(pid) for pid in orphans)
+        said += f"; ended the session watcher an earlier resident left running (pid {pids})"
+    return said
+
+
+def watchers(rheo_home: str) -> list[int]:
+    """The pids of the processes waiting for a session to close (each holds
+    ``run/watch-PROFILE.lock``), whichever resident forked them."""
+    folder = protocol.run_dir(rheo_home)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.startswith("watch-"))
+    except OSError:
+        return []
+    pids: list[int] = []
+    for name in names:
+        if not name.endswith(".lock"):
+            continue
+        try:
+            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            continue  # nobody holds it
+        except OSError:
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                pids.append(int(os.pread(fd, 32, 0).split()[0]))
+        finally:
+            os.close(fd)
+    return [pid for pid in pids if _is_rheo(pid)]
+
+
+def _is_rheo(pid: int) -> bool:
+    """Whether ``pid`` runs rheo (not another program that got a recycled pid)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return b"rheo_cli" in handle.read()
+    except OSError:
+        return False
+
+
+def end_orphan_watchers(rheo_home: str) -> list[int]:
+    """With no resident running: end (SIGTERM) the session watchers a resident killed
+    with -9 left behind (no resident is their parent any more, so none would stop them);
+    their pids. A job one of them was running keeps its lease and is taken over later."""
+    if launch.running(rheo_home):
+        return []
+    ended = []
+    for pid in watchers(rheo_home):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+            ended.append(pid)
+    return ended
 
 
 def say(text: str) -> None:

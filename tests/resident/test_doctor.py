@@ -14,7 +14,7 @@ import pytest
 from fakeapi import text
 from helpers import facts_reply, route
 
-from rheo_cli.resident import launch, protocol
+from rheo_cli.resident import control, launch, protocol
 
 
 @pytest.fixture
@@ -120,3 +120,53 @@ def test_the_logs_last_error_line_is_shown_redacted(rheo, home, on):
     assert code == 0 and check["ok"], check
     assert "; last error in resident.log: rheo worker: cannot reach " in check["detail"]
     assert "abcdefghijklmnopqrstuvwxyz" not in check["detail"]
+
+
+def test_the_logs_error_line_hides_configured_and_environment_secrets(rheo, home, on, monkeypatch):
+    folder = protocol.ensure_run_dir(str(home))
+    log = os.path.join(folder, protocol.LOG_NAME)
+    token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+    (home / "config.toml").write_text(f'[telegram]\ntoken = "{token}"\n')
+    os.chmod(home / "config.toml", 0o600)
+    for last in (
+        f"httpx.ConnectError: https://api.telegram.org/bot{token}/getUpdates",
+        "telegram.error.InvalidToken: the token Bot9Zp-private-token-value was rejected",
+        "ValueError: bad header value mycustomproxykey0123456789",
+    ):
+        with open(log, "w") as handle:
+            handle.write(f'Traceback (most recent call last):\n  File "x.py", line 1\n{last}\n')
+        os.chmod(log, 0o600)
+        monkeypatch.setenv("RHEO_TELEGRAM_TOKEN", "Bot9Zp-private-token-value")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "mycustomproxykey0123456789")
+        _, line, check = _doctor(rheo)
+        assert "last error in resident.log: " + last.split(":")[0] in check["detail"], check
+        for secret in (token, "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw", "Bot9Zp-private-token-value"):
+            assert secret not in check["detail"] and secret not in line
+        assert "mycustomproxykey0123456789" not in check["detail"]
+
+
+def test_stop_ends_a_session_watcher_an_earlier_resident_left(rheo, home, on):
+    import subprocess
+    import sys
+
+    folder = protocol.ensure_run_dir(str(home))
+    lock = os.path.join(folder, "watch-default.lock")
+    hold = (
+        "import fcntl, os, sys, time; import rheo_cli; "
+        f"fd = os.open({lock!r}, os.O_RDWR | os.O_CREAT, 0o600); "
+        "fcntl.flock(fd, fcntl.LOCK_EX); os.write(fd, b'%d\\n' % os.getpid()); "
+        "print('held', flush=True); time.sleep(600)"
+    )
+    orphan = subprocess.Popen([sys.executable, "-c", hold], stdout=subprocess.PIPE, text=True)
+    try:
+        assert orphan.stdout is not None and orphan.stdout.readline() == "held\n"
+        _, line, check = _doctor(rheo)
+        assert f"session watcher an earlier resident left runs as pid {orphan.pid}" in line
+        said = control.stop(str(home))  # what `rheo resident stop` prints
+        assert said.startswith("resident: not running; ended the session watcher")
+        assert str(orphan.pid) in said
+        assert orphan.wait(timeout=10) != 0
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait()

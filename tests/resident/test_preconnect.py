@@ -143,6 +143,21 @@ def test_a_connector_that_hangs_is_ended_after_the_connect_timeout():
     assert not alive(entry.pid)
 
 
+def test_a_connection_the_server_closes_at_once_is_not_renewed_until_the_next_question():
+    closing = Listener(close_at_once=True)
+    origin = ("127.0.0.1", closing.port)
+    stock = preconnect.Stock()
+    stock.want(origin)
+    settle(stock)
+    time.sleep(0.3)  # closed by the server before it was ever handed out
+    stock.expire()
+    assert stock.ready == {} and stock.connecting == {}  # no reconnecting again and again
+    stock.want(origin)  # the next question asks again: one new connection
+    assert origin in stock.connecting
+    settle(stock)
+    stock.close()
+
+
 def test_which_requests_get_a_connection():
     key = {"ANTHROPIC_API_KEY": "k"}
     assert preconnect.origin_of(key, ["ask", "hi"]) == ("api.anthropic.com", 443)
@@ -155,6 +170,18 @@ def test_which_requests_get_a_connection():
     assert preconnect.origin_of({**key, "https_proxy": "http://proxy:3128"}, ["ask"]) is None
     assert preconnect.origin_of({**key, "ANTHROPIC_BASE_URL": "http://[::1"}, ["ask"]) is None
     assert preconnect.origin_of({**key, "ANTHROPIC_BASE_URL": "ftp://x"}, ["ask"]) is None
+    # another provider, or an assistant that may name one: nothing prepared for Anthropic
+    assert preconnect.origin_of({**key, "RHEO_PROVIDER": "openai"}, ["ask", "q"]) is None
+    assert preconnect.origin_of({**key, "RHEO_PROVIDER": "anthropic"}, ["ask"]) is not None
+    assert preconnect.origin_of(key, ["ask", "--provider", "ollama", "q"]) is None
+    assert preconnect.origin_of(key, ["ask", "--provider=claude-code", "q"]) is None
+    assert preconnect.origin_of(key, ["ask", "-m", "openai:gpt-4o", "q"]) is None
+    assert preconnect.origin_of(key, ["ask", "-m", "claude-sonnet-4-5", "q"]) is not None
+    assert preconnect.origin_of(key, ["ask", "-a", "coach", "q"]) is None
+    assert preconnect.origin_of({**key, "RHEO_MODEL": "ollama:llama3"}, ["ask"]) is None
+    assert preconnect.origin_of(key, ["ask"], {"provider": "openai"}) is None
+    assert preconnect.origin_of(key, ["ask"], {"model": "openai:gpt-4o"}) is None
+    assert preconnect.origin_of(key, ["ask"], {"provider": "anthropic"}) is not None
 
 
 def test_a_handed_connection_closed_by_its_peer_is_not_used():

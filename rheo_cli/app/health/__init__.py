@@ -35,5 +35,5 @@ def diagnose(profile: str | None = None, *, repair: bool = False) -> Diagnosis:
     found.checks.append(install.permissions_check(paths.home, setup.own, repair, found.repaired))
     location = setup.location or str(paths.db)
     found.checks += store.checks(location, name, repair, found.repaired, setup.gap_s)
-    found.checks.append(resident.resident_check(paths.home))
+    found.checks.append(resident.resident_check(paths.home, setup.secrets))
     return found

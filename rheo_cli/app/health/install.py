@@ -26,6 +26,8 @@ class Installation:
     gap_s: float = 2 * 3600.0
     own: frozenset[Path] = frozenset()
     location: str = ""
+    secrets: frozenset[str] = frozenset()
+    """Secrets config.toml holds (the Telegram bot's token), masked wherever doctor quotes."""
 
 
 def config_checks(paths: Paths, found: Installation) -> list[Check]:
@@ -39,6 +41,7 @@ def config_checks(paths: Paths, found: Installation) -> list[Check]:
         return [Check("config", False, str(exc))]
     found.gap_s = cfg.engine.gap_s
     found.own = frozenset(a.prompt_file for a in cfg.assistants.values() if a.prompt_file)
+    found.secrets = frozenset(s for s in (cfg.telegram_token,) if s)
     where = str(paths.config) if paths.config.exists() else "no config.toml: defaults"
     checks = [Check("config", True, where)]
     if cfg.assistants:

@@ -10,11 +10,13 @@ import os
 import re
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from ...memory.text.render import plural
 from ...memory.text.safety import redact
+from ...providers.redact import environment_secrets
 from ...resident import client, control, launch, protocol
 from .checks import Check
 
@@ -22,17 +24,21 @@ NAME = "resident"
 LOG_TAIL_BYTES = 64 * 1024
 """How much of the end of ``resident.log`` is searched for its last error line."""
 ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception)\b.*|rheo[\w -]*: .+)$")
-"""A line of the log that says something went wrong: a traceback's last line (its exception),
-or one of rheo's own one-line errors (``rheo worker: ...``)."""
+"""A line of the log that says something went wrong: an exception named ...Error or
+...Exception, or one of rheo's own one-line errors (``rheo worker: ...``); a traceback's last
+line is one whatever its exception is called (`error_lines`)."""
+TRACEBACK = "Traceback (most recent call last):"
 
 
-def resident_check(home: Path) -> Check:
-    """The check of the resident of ``home`` (see the module's docstring). Never raises."""
+def resident_check(home: Path, secrets: Iterable[str] = ()) -> Check:
+    """The check of the resident of ``home`` (see the module's docstring); ``secrets``:
+    those configuration holds, masked in what it quotes of the log as are those of the
+    environment and anything shaped like a credential. Never raises."""
     rheo_home = str(home)
     try:
         parts = [_state(rheo_home)]
         folder = _folder_problem(rheo_home)
-        error = last_error(rheo_home)
+        error = last_error(rheo_home, secrets)
     except Exception as exc:  # noqa: BLE001 - doctor lists every check, whatever happens
         return Check(NAME, False, f"cannot be checked: {' '.join(str(exc).split())[:200]}")
     if folder:
@@ -58,6 +64,13 @@ def _state(rheo_home: str) -> str:
         if state == "stopping":
             return f"stopping (pid {pid}: running requests finish first)"
         return f"starting (pid {pid})"
+    orphans = control.watchers(rheo_home)
+    if orphans:
+        pids = ", ".join(str(pid) for pid in orphans)
+        return (
+            f"not running; a session watcher an earlier resident left runs as pid {pids} "
+            "('rheo resident stop' ends it)"
+        )
     if _socket_exists(rheo_home):
         return (
             f"not running; {protocol.socket_path(rheo_home)} is left from one that ended "
@@ -116,9 +129,10 @@ def _folder_problem(rheo_home: str) -> str | None:
     return None
 
 
-def last_error(rheo_home: str) -> str | None:
-    """The last line of the resident's log that says something went wrong (credentials
-    redacted, at most 200 characters); None when there is none or no log."""
+def last_error(rheo_home: str, secrets: Iterable[str] = ()) -> str | None:
+    """The last line of the resident's log that says something went wrong (at most 200
+    characters), with ``secrets``, the environment's keys, tokens and base-URL passwords and
+    anything shaped like a credential masked; None when there is none or no log."""
     path = os.path.join(protocol.run_dir(rheo_home), protocol.LOG_NAME)
     try:
         with open(path, "rb") as handle:
@@ -127,8 +141,34 @@ def last_error(rheo_home: str) -> str | None:
             tail = handle.read().decode("utf-8", "replace")
     except OSError:
         return None
-    for line in reversed(tail.splitlines()):
-        line = line.strip()
-        if ERROR_LINE.match(line):
-            return redact(" ".join(line.split()))[:200]
-    return None
+    found = error_lines(tail.splitlines())
+    if not found:
+        return None
+    return redact(" ".join(found[-1].split()), known_secrets(secrets))[:200]
+
+
+def error_lines(lines: list[str]) -> list[str]:
+    """The lines of a log that say something went wrong, in order: `ERROR_LINE`s, and the
+    first unindented line after each ``Traceback`` (its exception, whatever it is called:
+    ``telegram.error.InvalidToken: ...``)."""
+    found: list[str] = []
+    in_traceback = False
+    for raw in lines:
+        line = raw.strip()
+        if raw.startswith(TRACEBACK):
+            in_traceback = True
+            continue
+        if in_traceback and raw[:1] not in (" ", "\t") and line:
+            found.append(line)
+            in_traceback = False
+        elif ERROR_LINE.match(line):
+            found.append(line)
+    return found
+
+
+def known_secrets(configured: Iterable[str] = ()) -> list[str]:
+    """Every secret doctor knows it must not show: ``configured`` ones, the environment's
+    model keys and base-URL passwords (`environment_secrets`) and the Telegram bot's token
+    (``RHEO_TELEGRAM_TOKEN``)."""
+    telegram = os.environ.get("RHEO_TELEGRAM_TOKEN", "").strip()
+    return [*configured, *environment_secrets(), *([telegram] if len(telegram) >= 8 else [])]

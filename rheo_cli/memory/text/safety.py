@@ -60,6 +60,7 @@ _SHAPES = [
     r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}",  # Stripe
     r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
     r"\bnpm_[A-Za-z0-9]{36}\b",
+    r"(?<!\d)\d{5,12}:AA[A-Za-z0-9_\-]{30,}",  # Telegram bot tokens (also in .../botTOKEN/...)
     r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",  # JWT
 ]
 _SHAPE = re.compile("|".join(f"(?:{s})" for s in _SHAPES))

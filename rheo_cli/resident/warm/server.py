@@ -317,7 +317,13 @@ class Resident:
         env, argv = message.get("env"), message.get("argv")
         if not isinstance(env, dict) or not isinstance(argv, list):
             return None
-        return preconnect.origin_of(env, [str(a) for a in argv])
+        config: dict[str, Any] = {}
+        with contextlib.suppress(Exception):  # unreadable: the request reports it, not this
+            import tomllib
+
+            with open(os.path.join(protocol.home(env), "config.toml"), "rb") as handle:
+                config = tomllib.load(handle)
+        return preconnect.origin_of(env, [str(a) for a in argv], config)
 
     def status(self) -> dict[str, Any]:
         """What ``rheo resident status`` shows."""

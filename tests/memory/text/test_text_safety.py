@@ -166,3 +166,11 @@ def test_the_telegram_bot_redacts_its_token_and_other_credentials():
     bot.settings = SimpleNamespace(token="123456:ABCdefGHI")  # type: ignore[assignment]
     line = bot.clean(RuntimeError("POST https://api/bot123456:ABCdefGHI/getMe\nBearer xyz"))
     assert "ABCdefGHI" not in line and "xyz" not in line and "\n" not in line
+
+
+def test_a_telegram_bot_token_is_caught_alone_and_inside_the_bot_api_url():
+    token = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+    for text in (token, f"https://api.telegram.org/bot{token}/getUpdates"):
+        assert "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw" not in redact(text)
+    for plain in ("at 12:30 on 2026-12-03 10:31:33", "chat 123456:abc", "ratio 100000:1"):
+        assert redact(plain) == plain
