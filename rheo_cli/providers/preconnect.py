@@ -139,10 +139,14 @@ def connector(origin: Origin, channel: socket.socket) -> None:
         os._exit(0)
 
 
-def _reap(pid: int) -> None:
-    """Collect the ended connector ``pid`` (the resident's loop may have done it already)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
+def _reaped(pid: int) -> bool:
+    """Collect the connector ``pid`` if it ended; True once it is gone (also when the
+    resident's loop collected it already)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except (ChildProcessError, OSError):
+        return True
+    return done == pid
 
 
 @dataclass
@@ -154,6 +158,8 @@ class Stock:
     ready: dict[Origin, _Ready] = field(default_factory=dict)
     connecting: dict[Origin, _Connecting] = field(default_factory=dict)
     asked: dict[Origin, float] = field(default_factory=dict)
+    ending: set[int] = field(default_factory=set)
+    """Connectors done with that may not have exited yet: collected by `expire`."""
 
     def want(self, origin: Origin, now: float | None = None) -> None:
         """Start preparing a connection to ``origin`` (a question for it was just forked)
@@ -191,7 +197,7 @@ class Stock:
             with contextlib.suppress(OSError):
                 _, fds, _, _ = socket.recv_fds(sock, 1, 1)
             sock.close()
-            _reap(entry.pid)
+            self._reap(entry.pid)
             if fds:
                 connection = socket.socket(fileno=fds[0])
                 connection.setblocking(True)
@@ -202,13 +208,14 @@ class Stock:
         that took too long; renew the connections of origins asked for within `RESTOCK_FOR_S`
         (one the peer closed only when it had lived `RENEW_MIN_LIFE_S`)."""
         now = time.monotonic() if now is None else now
+        self.ending = {pid for pid in self.ending if not _reaped(pid)}
         for origin, entry in list(self.connecting.items()):
             if now - entry.started > CONNECT_TIMEOUT_S + 1:
                 del self.connecting[origin]
                 entry.sock.close()
                 with contextlib.suppress(OSError):
                     os.kill(entry.pid, signal.SIGKILL)
-                _reap(entry.pid)
+                self._reap(entry.pid)
         for origin, ready in list(self.ready.items()):
             lived = now - ready.opened
             old = lived > STOCK_MAX_S
@@ -218,6 +225,11 @@ class Stock:
                 asked_lately = now - self.asked.get(origin, -RESTOCK_FOR_S) < RESTOCK_FOR_S
                 if asked_lately and (old or lived >= RENEW_MIN_LIFE_S):
                     self._connect(origin, now)
+
+    def _reap(self, pid: int) -> None:
+        """Collect connector ``pid``, now or (not exited yet) at a later `expire`."""
+        if not _reaped(pid):
+            self.ending.add(pid)
 
     def take(self, origin: Origin, now: float | None = None) -> socket.socket | None:
         """The connection ready for ``origin``, no longer the stock's (the caller closes it

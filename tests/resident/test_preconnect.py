@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 
+import pytest
 from fakeapi import text
 from helpers import alive
 
@@ -81,7 +82,13 @@ def test_the_stock_hands_a_live_connection_once_and_not_an_old_or_closed_one():
     origin = ("127.0.0.1", server.port)
     stock = preconnect.Stock()
     stock.want(origin)
+    (connector,) = [entry.pid for entry in stock.connecting.values()]
     settle(stock)
+    time.sleep(0.3)
+    stock.expire()  # the resident's loop collects the connector once it has exited
+    assert stock.ending == set()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(connector, os.WNOHANG)  # no zombie left behind
     sock = stock.take(origin)
     assert sock is not None and preconnect.alive(sock)
     assert stock.take(origin) is None  # handed once
