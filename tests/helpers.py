@@ -182,3 +182,26 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def mcp_initialize(request_id: int = 1, client: str = "test") -> dict[str, Any]:
+    """The ``initialize`` request an MCP client sends first."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1"},
+        },
+    }
+
+
+def mcp_session(*messages: dict[str, Any]) -> str:
+    """An MCP client's session as stdin text: ``initialize`` (id 1), ``initialized``, then
+    ``messages``, one JSON line each."""
+    import json
+
+    whole = [mcp_initialize(), {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    return "".join(json.dumps(m) + "\n" for m in [*whole, *messages])

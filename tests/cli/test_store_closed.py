@@ -9,7 +9,6 @@ holds that every command of ``rheo --help`` (hidden ones too) has a case here.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import mcp_session
 
 
 @dataclass
@@ -66,26 +66,8 @@ def stores(monkeypatch: pytest.MonkeyPatch) -> Stores:
 
 def _mcp_lines() -> str:
     """An MCP client's session on stdin: initialize, then one tool call that opens the store."""
-    messages: list[dict[str, Any]] = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "1"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "memory_list", "arguments": {}},
-        },
-    ]
-    return "".join(json.dumps(m) + "\n" for m in messages)
+    call = {"name": "memory_list", "arguments": {}}
+    return mcp_session({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
 
 
 @dataclass(frozen=True)

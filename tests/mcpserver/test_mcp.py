@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import netguard
 import pytest
-from helpers import REPO, db_rows, run_rheo
+from helpers import REPO, db_rows, mcp_initialize, run_rheo
 
 from rheo_cli.extras import install_hint
 
@@ -326,16 +326,7 @@ def test_without_the_sdk_rheo_mcp_says_how_to_install_it(home: Path, tmp_path: P
     assert "rheo-cli[" not in hint and hint.endswith("[mcp]'")
 
 
-RAW_INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
+RAW_INIT = mcp_initialize(0, "raw")
 """The initialize request a raw client sends first (id 0)."""
 
 

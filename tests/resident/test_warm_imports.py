@@ -13,7 +13,7 @@ from pathlib import Path
 import netguard
 import pytest
 from fakeapi import FakeAnthropic, text
-from helpers import REPO
+from helpers import REPO, mcp_session
 
 pytestmark = pytest.mark.resident
 
@@ -50,18 +50,7 @@ from rheo_cli.cli.main import main
 main()
 """
 
-MCP_SESSION = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "probe", "version": "1"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+MCP_SESSION = mcp_session(
     {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory_list"}},
     {
@@ -70,7 +59,7 @@ MCP_SESSION = [
         "method": "tools/call",
         "params": {"name": "context", "arguments": {"query": "the trip"}},
     },
-]
+)
 
 
 def probe(tmp_path: Path, env: dict[str, str], *args: str, stdin: str = "") -> dict[str, list]:
@@ -110,8 +99,7 @@ def test_an_ask_after_warm_imports_nothing_and_builds_no_class(tmp_path: Path, h
 def test_an_mcp_session_after_warm_imports_nothing(tmp_path: Path, home: Path) -> None:
     import os
 
-    stdin = "".join(json.dumps(m) + "\n" for m in MCP_SESSION)
-    seen = probe(tmp_path, dict(os.environ), "mcp", stdin=stdin)
+    seen = probe(tmp_path, dict(os.environ), "mcp", stdin=MCP_SESSION)
     assert seen["modules"] == []
 
 
