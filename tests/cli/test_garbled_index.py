@@ -76,7 +76,7 @@ def _opens(home: Path, name: str) -> bool:
     try:
         conn.execute(f"SELECT rowid FROM {name} LIMIT 0").fetchall()
         return True
-    except sqlite3.DatabaseError:
+    except (sqlite3.DatabaseError, MemoryError):  # random bytes may ask FTS5 for absurd sizes
         return False
     finally:
         conn.close()
