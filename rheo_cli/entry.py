@@ -6,24 +6,7 @@ from __future__ import annotations
 
 import sys
 
-_VALUE_OPTIONS = {"-p", "--profile", "-m", "--model"}
-
-
-def command_of(argv: list[str]) -> str | None:
-    """The subcommand named in ``argv`` ("" for none), or None when help is asked for."""
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg in ("-h", "--help"):
-            return None
-        if arg in _VALUE_OPTIONS:
-            skip = True
-            continue
-        if not arg.startswith("-"):
-            return arg
-    return ""
+from .resident.protocol import command_of
 
 
 def resident_status(argv: list[str], command: str | None) -> int | None:
@@ -40,7 +23,7 @@ def resident_status(argv: list[str], command: str | None) -> int | None:
     from .resident import client
 
     try:
-        return client.run(argv, ready.when_reached)
+        return client.run(argv, ready.when_reached, asking=command != "mcp")
     except KeyboardInterrupt:  # before the request left: nothing was sent or stored
         sys.stderr.write("rheo: interrupted\n")
         return 130

@@ -189,11 +189,12 @@ def _streams_open() -> bool:
     return True
 
 
-def run(argv: list[str], later: Later) -> int | None:
+def run(argv: list[str], later: Later, *, asking: bool = True) -> int | None:
     """Run ``rheo ARGV`` in the resident and return its exit status; None: run it here
     (see the module's docstring; ``later`` starts a resident for the next command once this
-    one got past its checks). Never raises but for KeyboardInterrupt before the request
-    left."""
+    one got past its checks; ``asking``: the command sends a question, which a resident
+    dying mid-answer leaves for ``--retry``). Never raises but for KeyboardInterrupt before
+    the request left."""
     rheo_home = protocol.home()
     if not enabled(os.environ, rheo_home) or not _streams_open():
         return None
@@ -218,7 +219,7 @@ def run(argv: list[str], later: Later) -> int | None:
             sock.settimeout(None)
         except (OSError, ValueError):  # no answer in time (busy, stopped): ours to run
             return None
-        return _follow(reader, int(first["pid"]), asking="mcp" not in argv)
+        return _follow(reader, int(first["pid"]), asking=asking)
 
 
 def _follow(reader: protocol.LineReader, pid: int, *, asking: bool) -> int:

@@ -50,15 +50,53 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
         if state == "stopping":
             return f"resident: stopping (pid {pid}: running requests finish first)"
         return f"resident: starting (pid {pid})"
-    up = time.time() - float(answer.get("since", time.time()))
+    handed = _count(answer, "handed")
     return (
-        f"resident: running as pid {answer.get('pid')} for {up:.0f} s, "
-        f"{answer.get('served', 0)} requests served, {answer.get('children', 0)} running "
-        f"({answer.get('working', 0)} of them memory work handed over, "
-        f"{answer.get('handed', 0)} so far); "
-        f"exits after {float(answer.get('idle_s', 0)) / 60:g} min idle\n"
+        f"resident: {running_line(answer)}; memory work handed over "
+        f"{_plural(handed, 'time')} so far; exits after "
+        f"{_number(answer, 'idle_s') / 60:g} min idle\n"
         f"socket: {protocol.socket_path(rheo_home)}"
     )
+
+
+def running_line(answer: dict[str, Any]) -> str:
+    """``running as pid N for 3 min, 2 requests served (1 now), 1 work process running`` —
+    the words `rheo resident status` and `rheo doctor` share, from a status answer (fields
+    missing or malformed count as 0)."""
+    up = _duration(max(0.0, time.time() - (_number(answer, "since") or time.time())))
+    served, working = _count(answer, "served"), _count(answer, "working")
+    now = max(0, _count(answer, "children") - working)  # requests being answered
+    return (
+        f"running as pid {answer.get('pid')} for {up}, {_plural(served, 'request')} served"
+        + (f" ({now} now)" if now else "")
+        + f", {_plural(working, 'work process', 'work processes')} running"
+    )
+
+
+def _number(answer: dict[str, Any], key: str) -> float:
+    try:
+        return float(answer.get(key) or 0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _count(answer: dict[str, Any], key: str) -> int:
+    return int(_number(answer, key))
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min``, ``2.5 h``, ``3.0 days``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def stop(rheo_home: str) -> str:

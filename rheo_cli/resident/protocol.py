@@ -37,6 +37,27 @@ STREAM_FDS = 3
 COMMANDS = ("ask", "mcp")
 """The commands a resident runs; every other one runs in the ``rheo`` process."""
 
+_VALUE_OPTIONS = {"-p", "--profile", "-m", "--model"}
+"""The top-level options that take a value (skipped when looking for the command)."""
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The subcommand named in ``argv`` (``rheo`` arguments, without the program), "" for
+    none, None when help is asked for: ``["-p", "work", "ask", "mcp"]`` -> ``"ask"``."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg in ("-h", "--help"):
+            return None
+        if arg in _VALUE_OPTIONS:
+            skip = True
+            continue
+        if not arg.startswith("-"):
+            return arg
+    return ""
+
 
 def home(environ: dict[str, str] | os._Environ[str] | None = None) -> str:
     """RHEO_HOME as `rheo_cli.paths.resolve` finds it (absolute), without importing

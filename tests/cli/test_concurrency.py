@@ -15,7 +15,7 @@ from helpers import REPO
 sys.path.insert(0, str(REPO / "bench"))
 import reliability  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.boundary]  # starts rheo processes (bench/reliability)
 
 
 def test_four_processes_a_repl_maintain_and_workers_lose_nothing(home, monkeypatch):

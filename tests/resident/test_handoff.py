@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fakeapi import text
-from helpers import db_rows, facts_reply, kind_of, route
+from helpers import REPO, db_rows, facts_reply, kind_of, mcp_initialize, route
 
 from rheo_cli.background import worker
 from rheo_cli.resident import launch, protocol
@@ -91,9 +94,58 @@ def test_a_repl_turn_hands_its_memory_work_to_the_resident(resident_on, api, hom
     assert status["pid"] == before["pid"] and status["handed"] == before["handed"] + 1
     assert status["served"] == before["served"]  # work, not a command
     shown = resident_on.run("resident", "status").stdout
-    assert f"memory work handed over, {before['handed'] + 1} so far" in shown, shown
+    assert f"memory work handed over {before['handed'] + 1} time" in shown, shown
     extracts = [r for r in api.message_requests if kind_of(r) == "extract"]
     assert len(extracts) == 1 and extracts[0].api_key == "test-key"
+
+
+def test_an_mcp_session_hands_each_turns_memory_work_over_while_it_lasts(resident_on, api, home):
+    """`rheo mcp --log-turns` runs in a process the resident forked: the fact in a logged
+    exchange is learnt while the MCP session is still open, not when the client leaves."""
+    before = resident_on.ready()
+    route(api, extract=facts_reply(PORTO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rheo_cli", "mcp", "--log-turns"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=resident_on.environ(),
+        cwd=str(REPO),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def call(request_id: int, message: dict) -> dict:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": request_id, **message}) + "\n")
+        proc.stdin.flush()
+        while True:
+            answer = json.loads(proc.stdout.readline())
+            if answer.get("id") == request_id:
+                return answer
+
+    def log(request_id: int, **args: object) -> str:
+        params = {"name": "log_turn", "arguments": args}
+        answer = call(request_id, {"method": "tools/call", "params": params})
+        return str(answer["result"]["content"][0]["text"])
+
+    try:
+        assert "result" in call(1, {k: v for k, v in mcp_initialize().items() if k != "id"})
+        proc.stdin.write('{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        said = log(2, role="user", content="I live in Porto now.")
+        turn = int(said.split("reply_to ")[1].split()[0])
+        log(3, role="assistant", content="Porto is lovely.", reply_to=turn)
+        assert _wait_for(lambda: _labels(home)) == ["Lives in Porto"]
+        assert proc.poll() is None  # learnt while the session is open
+        status = resident_on.status()
+        assert status is not None and status["handed"] == before["handed"] + 1
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert not (home / "worker.log").exists()  # no worker process
+    extracts = [r for r in api.message_requests if kind_of(r) == "extract"]
+    assert len(extracts) == 1
 
 
 def test_a_telegram_message_hands_its_memory_work_to_the_resident(

@@ -1,5 +1,5 @@
 """What the thin client decides with the standard library alone: the same RHEO_HOME as
-rheo's paths, and whether the resident is on."""
+rheo's paths, and whether the resident is on, which command it is asked to run."""
 
 from __future__ import annotations
 
@@ -25,3 +25,11 @@ def test_the_variable_wins_over_the_config_file(tmp_path, monkeypatch):
     assert not client.enabled({"RHEO_RESIDENT": "off"}, str(tmp_path))
     (tmp_path / "config.toml").write_text("[resident\n")  # broken: rheo reports it in-process
     assert not client.enabled({}, str(tmp_path))
+
+
+def test_the_command_is_the_first_word_that_is_not_an_option_or_its_value():
+    assert protocol.command_of(["ask", "mcp"]) == "ask"  # a question "mcp" is still an ask
+    assert protocol.command_of(["-p", "mcp", "--model", "x", "mcp", "--log-turns"]) == "mcp"
+    assert protocol.command_of(["--json"]) == ""
+    assert protocol.command_of(["ask", "--help"]) == "ask"
+    assert protocol.command_of(["--help", "ask"]) is None

@@ -9,12 +9,9 @@ from __future__ import annotations
 import os
 import re
 import stat
-import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from ...memory.text.render import plural
 from ...memory.text.safety import redact
 from ...providers.redact import environment_secrets
 from ...resident import client, control, launch, protocol
@@ -57,7 +54,7 @@ def _state(rheo_home: str) -> str:
             off += f", but one still runs as pid {answer.get('pid')} ('rheo resident stop')"
         return off
     if answer is not None:
-        return _running(answer)
+        return control.running_line(answer)
     held = launch.holder(rheo_home)
     if held is not None:
         pid, state = held
@@ -77,31 +74,6 @@ def _state(rheo_home: str) -> str:
             "(nobody listens: harmless, the next resident replaces it)"
         )
     return "not running (the next 'rheo ask' that succeeds, the REPL or the Telegram bot starts it)"
-
-
-def _running(answer: dict[str, Any]) -> str:
-    """``running as pid N for 3 min, 2 requests served, 1 work process running``."""
-    try:
-        up = _duration(max(0.0, time.time() - float(answer.get("since", time.time()))))
-    except (TypeError, ValueError):
-        up = "?"
-    served = int(answer.get("served", 0) or 0)
-    working = int(answer.get("working", 0) or 0)
-    return (
-        f"running as pid {answer.get('pid')} for {up}, {plural(served, 'request')} served, "
-        f"{plural(working, 'work process', 'work processes')} running"
-    )
-
-
-def _duration(seconds: float) -> str:
-    """``42 s``, ``3 min``, ``2.5 h``, ``3.0 days``."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
 
 
 def _socket_exists(rheo_home: str) -> bool:

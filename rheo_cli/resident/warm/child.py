@@ -159,11 +159,12 @@ def run(conn: socket.socket, fds: list[int], message: dict[str, Any], listener: 
         rheo_home = protocol.home(message.get("env") or {})
         if not handshake(conn):
             return  # the client gave up waiting and runs the command itself
-        take_on(fds, message)
+        argv = take_on(fds, message)
         from . import background
 
         signal.signal(signal.SIGUSR1, background.note_stopping)
-        background.defer()
+        if protocol.command_of(argv) != "mcp":
+            background.defer()  # after the answer; an MCP session hands each turn's work over
         answered = threading.Event()
         watch_client(conn, answered)
         code = run_command()
