@@ -451,13 +451,18 @@ DEFERRED: list[tuple[str, str | None]] | None = None
 client is answered: ``kick`` then records ``(profile, provider kind)`` instead of spawning."""
 
 
+def worker_mode() -> str:
+    """``RHEO_WORKER``: ``spawn`` (the default), ``inline`` or ``off`` (see `kick`)."""
+    return os.environ.get("RHEO_WORKER", "spawn").strip().lower() or "spawn"
+
+
 def kick(rt: Services) -> None:
     """Get queued jobs running as ``RHEO_WORKER`` says: ``spawn`` (default: handed to the
     resident rheo when one of this build runs, `hand_to_resident`, else a detached process —
     or, in a resident's request process, the same process once the client has its answer:
     `DEFERRED`), ``inline`` (now, in this process), or ``off`` (leave them for
     ``rheo maintain``)."""
-    mode = os.environ.get("RHEO_WORKER", "spawn").strip().lower() or "spawn"
+    mode = worker_mode()
     if mode == "off":
         return
     if DEFERRED is not None and mode != "inline":

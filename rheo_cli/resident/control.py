@@ -20,15 +20,16 @@ STOP_WAIT_S = 10.0
 """How long ``rheo resident stop`` waits for the resident to exit before it returns."""
 
 
-def ask(rheo_home: str, op: str) -> dict[str, Any] | None:
-    """Send ``{"op": op}`` to the resident and return its answer; None when none answers."""
+def ask(rheo_home: str, op: str, **fields: Any) -> dict[str, Any] | None:
+    """Send ``{"op": op, **fields}`` to the resident and return its answer; None when none
+    answers."""
     try:
         sock = client.connect(rheo_home)
     except OSError:
         return None
     with sock:
         try:
-            sock.sendall(protocol.encode({"op": op}))
+            sock.sendall(protocol.encode({"op": op, **fields}))
             return protocol.LineReader(sock).next()
         except (OSError, ValueError):
             return None
@@ -48,13 +49,13 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
             )
         pid, state = held
         if state == "stopping":
-            return f"resident: stopping (pid {pid}: running requests finish first)"
+            return f"resident: stopping (pid {pid}: running requests get 30 s to finish)"
         return f"resident: starting (pid {pid})"
     handed = _count(answer, "handed")
     return (
         f"resident: {running_line(answer)}; memory work handed over "
         f"{_plural(handed, 'time')} so far; exits after "
-        f"{_number(answer, 'idle_s') / 60:g} min idle\n"
+        f"{_number(answer, 'idle_s') / 60:g} min without a request once no work runs\n"
         f"socket: {protocol.socket_path(rheo_home)}"
     )
 
@@ -65,7 +66,7 @@ def running_line(answer: dict[str, Any]) -> str:
     missing or malformed count as 0)."""
     up = _duration(max(0.0, time.time() - (_number(answer, "since") or time.time())))
     served, working = _count(answer, "served"), _count(answer, "working")
-    now = max(0, _count(answer, "children") - working)  # requests being answered
+    now = _count(answer, "answering")  # requests being answered
     return (
         f"running as pid {answer.get('pid')} for {up}, {_plural(served, 'request')} served"
         + (f" ({now} now)" if now else "")
@@ -113,7 +114,7 @@ def stop(rheo_home: str) -> str:
         time.sleep(0.1)
     held = launch.holder(rheo_home)
     if held is not None:
-        return f"resident: stopping (pid {held[0]}: running requests finish first)"
+        return f"resident: stopping (pid {held[0]}: running requests get 30 s to finish)"
     orphans = end_orphan_watchers(rheo_home)
     said = "resident: stopped" if answer is not None or stopped_one else "resident: not running"
     if orphans:

@@ -15,7 +15,8 @@ Memory work is handed over without descriptors: ``{"op": "work", "env": {...}, "
 "umask": N, "stamp": ...}`` (what a detached worker would have inherited, ``RHEO_PROFILE``
 and ``RHEO_PROVIDER`` set) is answered ``{"working": N}`` once process N was forked to run
 the queued jobs and then watch the profile's session, or ``{"mismatch": STAMP}``. Besides,
-``{"op": "status"}`` and ``{"op": "stop"}``.
+``{"op": "status"}``, ``{"op": "stop"}``, and ``{"op": "working", "pid": N}`` from a
+request's process N that answered and goes on to its memory work (counted as work from then).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ STREAM_FDS = 3
 COMMANDS = ("ask", "mcp")
 """The commands a resident runs; every other one runs in the ``rheo`` process."""
 
-_VALUE_OPTIONS = {"-p", "--profile", "-m", "--model"}
+_VALUE_OPTIONS = {"-p", "--profile", "-m", "--model", "-a", "--assistant", "--provider"}
 """The top-level options that take a value (skipped when looking for the command)."""
 
 

@@ -273,6 +273,7 @@ def test_log_turns_records_the_clients_exchange(home: Path) -> None:
 
     user, reply, system, found, recent = serve(home, script, "--log-turns")
     assert user[0] is False and reply[0] is False and "extracted" in reply[1]
+    assert reply[1].endswith("by 'rheo maintain'")  # the suite runs with RHEO_WORKER=off
     assert system[0] is True
     assert "blue Brompton" in found[1] and "#1" in found[1]
     assert recent[1].index("My bike") < recent[1].index("Noted")

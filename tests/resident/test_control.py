@@ -54,7 +54,7 @@ def test_a_resident_starting_or_stopping_is_named_by_status_and_doctor(home, mon
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"4242 {state}\n".encode(), 0)
             assert control.describe(None, rheo_home) == f"resident: {words}" + (
-                ": running requests finish first)" if state else ""
+                ": running requests get 30 s to finish)" if state else ""
             )
             check = resident_check(home)
             assert check.ok and check.detail.startswith(words), check

@@ -313,3 +313,18 @@ def test_telegram_once_starts_no_resident(resident_on, api, home, spawned, rheo,
         assert rheo("telegram", "--once").exit_code == 0  # cron's one-shot
     time.sleep(1.5)  # a resident started on the way out would have made its folder by now
     assert not os.path.exists(protocol.run_dir(str(home)))
+
+
+def test_an_answered_ask_whose_process_goes_on_to_its_memory_work_counts_as_work(
+    resident_on, api, home
+):
+    """After the answer, an ask's process runs the turn's extraction and then watches the
+    session: `resident status` counts it as a work process, not as a request still running."""
+    resident_on.ready()
+    route(api, chat=text("Porto is lovely."), extract=facts_reply(PORTO))
+    assert resident_on.run("ask", "I live in Porto").returncode == 0
+    assert _wait_for(lambda: _labels(home)) == ["Lives in Porto"]
+    status = _wait_for(lambda: (s := resident_on.status()) and s["working"] == 1 and s)
+    assert status["answering"] == 0 and status["served"] == 1, status
+    shown = resident_on.run("resident", "status").stdout
+    assert "1 request served, 1 work process running;" in shown, shown

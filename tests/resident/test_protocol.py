@@ -33,3 +33,20 @@ def test_the_command_is_the_first_word_that_is_not_an_option_or_its_value():
     assert protocol.command_of(["--json"]) == ""
     assert protocol.command_of(["ask", "--help"]) == "ask"
     assert protocol.command_of(["--help", "ask"]) is None
+    assert protocol.command_of(["-a", "mcp", "ask", "hi"]) == "ask"  # an assistant named mcp
+    assert protocol.command_of(["--provider", "anthropic", "mcp"]) == "mcp"
+
+
+def test_the_options_skipped_are_the_top_level_options_that_take_a_value():
+    import typer.main
+
+    from rheo_cli.cli.main import app
+
+    root = typer.main.get_command(app)
+    taking = {
+        name
+        for param in root.params
+        if param.param_type_name == "option" and not getattr(param, "is_flag", False)
+        for name in (*param.opts, *param.secondary_opts)
+    }
+    assert taking == protocol._VALUE_OPTIONS

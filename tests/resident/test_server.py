@@ -3,6 +3,7 @@ process loses nothing, Ctrl-C reaches the request, and it exits when idle."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -262,3 +263,69 @@ def test_stop_of_a_resident_still_starting_ends_it(resident, home):
     assert stopped.stdout == "resident: stopped\n", (held, stopped.stdout)
     assert not alive(held[0])
     assert resident.run("resident", "status").stdout.startswith("resident: not running")
+
+
+def test_an_mcp_session_ends_when_its_client_is_killed_though_the_host_keeps_the_pipes(
+    resident, home
+):
+    """`rheo mcp` killed with -9 while its MCP process is busy (here: blocked writing answers
+    its host does not read), the host still holding both pipes: the resident's process for
+    it ends too (SIGINT, then SIGTERM), and what it stored stays whole."""
+    import json
+    import subprocess
+    import sys
+    import threading
+
+    from helpers import REPO, mcp_initialize
+
+    pid = resident.pid()
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rheo_cli", "mcp", "--log-turns"],
+        stdin=stdin_r,
+        stdout=stdout_w,
+        stderr=subprocess.DEVNULL,
+        env=resident.environ(),
+        cwd=str(REPO),
+    )
+    os.close(stdin_r)
+    os.close(stdout_w)
+    lines = [mcp_initialize(), {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [
+        {
+            "jsonrpc": "2.0",
+            "id": n,
+            "method": "tools/call",
+            "params": {"name": "log_turn", "arguments": {"role": "user", "content": f"n{n}"}},
+        }
+        for n in range(2, 2000)
+    ]
+    data = "".join(json.dumps(m) + "\n" for m in lines).encode()
+
+    def write() -> None:
+        with contextlib.suppress(OSError):
+            os.write(stdin_w, data)  # blocks once the pipe is full: the host is slow
+
+    threading.Thread(target=write, daemon=True).start()
+    child = _request_process(pid)
+    deadline = time.monotonic() + 120
+    counts: list[int] = []
+    while time.monotonic() < deadline:  # until it stops storing: blocked on its stdout
+        with contextlib.suppress(Exception):
+            counts.append(db_rows(home, "SELECT count(*) FROM turns")[0][0])
+        if len(counts) > 10 and counts[-1] == counts[-10] > 0:
+            break
+        time.sleep(0.2)
+    proc.kill()
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 45
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        assert not alive(child), "the MCP process outlived its client"
+        stored = db_rows(home, "SELECT count(*) FROM turns")[0][0]
+        assert stored == counts[-1] > 0
+    finally:
+        os.close(stdin_w)
+        os.close(stdout_r)

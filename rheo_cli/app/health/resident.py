@@ -59,7 +59,7 @@ def _state(rheo_home: str) -> str:
     if held is not None:
         pid, state = held
         if state == "stopping":
-            return f"stopping (pid {pid}: running requests finish first)"
+            return f"stopping (pid {pid}: running requests get 30 s to finish)"
         return f"starting (pid {pid})"
     orphans = control.watchers(rheo_home)
     if orphans:

@@ -370,8 +370,13 @@ def log_turn(
         return f"{stored}; log the reply with reply_to {turn.id}"
     if question is None:
         return f"{stored}, not paired: no message of this conversation awaits a reply"
+    from ...background.worker import worker_mode
+
+    later = worker_mode() == "off"  # left for `rheo maintain`
     return f"{stored}, the reply to #{question.id}" + (
-        "; facts will be extracted from this exchange" if queued else ""
+        ("; facts will be extracted from this exchange" + (" by 'rheo maintain'" if later else ""))
+        if queued
+        else ""
     )
 
 

@@ -61,6 +61,10 @@ def after_request(rheo_home: str) -> None:
     worker.DEFERRED = None
     if not queued or STOPPING:
         return  # what was queued waits for the next worker (the job queue keeps it)
+    with contextlib.suppress(Exception):  # counted as memory work from now (status)
+        from .. import control
+
+        control.ask(rheo_home, "working", pid=os.getpid())
     profile, provider = queued[-1]
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)  # the command's handlers are done with

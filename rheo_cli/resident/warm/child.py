@@ -133,18 +133,27 @@ def handshake(conn: socket.socket) -> bool:
     return answer is not None and answer.get("go") is True
 
 
+CLIENT_GONE_GRACE_S = 10.0
+"""How long a command whose client went away may take to end after each signal."""
+
+
 def watch_client(conn: socket.socket, answered: threading.Event) -> None:
     """Watch the client's connection from a thread: a client gone before the answer (killed,
     its terminal closed) interrupts the command as Ctrl-C would (SIGINT to this process), so
-    the model call is cancelled and the partial reply kept as interrupted."""
+    the model call is cancelled and the partial reply kept as interrupted; a command still
+    running `CLIENT_GONE_GRACE_S` later (an MCP session whose host keeps the pipes open) gets
+    SIGTERM, then SIGKILL: what it stored is committed, the rest rolled back."""
 
     def wait() -> None:
         with contextlib.suppress(OSError):
             while conn.recv(4096):
                 pass
-        if not answered.is_set():
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            if answered.is_set():
+                return
             with contextlib.suppress(OSError):
-                os.kill(os.getpid(), signal.SIGINT)
+                os.kill(os.getpid(), signum)
+            answered.wait(CLIENT_GONE_GRACE_S)
 
     threading.Thread(target=wait, name="client-watch", daemon=True).start()
 

@@ -265,6 +265,11 @@ class Resident:
             elif op == "stop":
                 conn.sendall(protocol.encode({"stopping": os.getpid()}))
                 self.retire()
+            elif op == "working":  # a request's process went on to its memory work
+                pid = message.get("pid")
+                if isinstance(pid, int) and self.children.get(pid) == "request":
+                    self.children[pid] = "after"
+                conn.sendall(protocol.encode({"ok": True}))
             elif message.get("stamp") != self.stamp:
                 conn.sendall(protocol.encode({"mismatch": self.stamp}))
                 self.retire()
@@ -334,7 +339,8 @@ class Resident:
             "served": self.served,
             "children": len(self.children),
             "handed": self.handed,
-            "working": sum(1 for kind in self.children.values() if kind == "work"),
+            "working": sum(1 for kind in self.children.values() if kind != "request"),
+            "answering": sum(1 for kind in self.children.values() if kind == "request"),
             "idle_s": self.idle_s,
             "stamp": self.stamp,
         }
