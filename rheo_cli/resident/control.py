@@ -44,8 +44,8 @@ def describe(answer: dict[str, Any] | None, rheo_home: str) -> str:
         held = launch.holder(rheo_home)
         if held is None:
             return (
-                "resident: not running (the next 'rheo ask' that succeeds, the REPL or the "
-                "Telegram bot starts it)"
+                "resident: not running (the next 'rheo ask' that succeeds, 'rheo mcp', the "
+                "REPL or the Telegram bot starts it)"
             )
         pid, state = held
         if state == "stopping":

@@ -73,7 +73,10 @@ def _state(rheo_home: str) -> str:
             f"not running; {protocol.socket_path(rheo_home)} is left from one that ended "
             "(nobody listens: harmless, the next resident replaces it)"
         )
-    return "not running (the next 'rheo ask' that succeeds, the REPL or the Telegram bot starts it)"
+    return (
+        "not running (the next 'rheo ask' that succeeds, 'rheo mcp', the REPL or the Telegram "
+        "bot starts it)"
+    )
 
 
 def _socket_exists(rheo_home: str) -> bool:
