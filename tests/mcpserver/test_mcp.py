@@ -288,6 +288,37 @@ def test_log_turns_records_the_clients_exchange(home: Path) -> None:
     assert [tuple(j) for j in job] == [("extract", 2, "pending")]
 
 
+def test_a_reply_logged_again_is_stored_once(home: Path) -> None:
+    """A host that got no answer for a reply (its rheo mcp was killed) and logs it again with
+    the same reply_to gets the stored turn back; a different reply to it is stored."""
+
+    async def script(session: ClientSession) -> Any:
+        user = await call(session, "log_turn", {"role": "user", "content": "I moved to Porto."})
+        question = int(user[1].split("reply_to ")[1].split()[0])
+        reply = {"role": "assistant", "content": "Porto, lovely.", "reply_to": question}
+        return (
+            await call(session, "log_turn", reply),
+            await call(session, "log_turn", reply),
+            await call(session, "log_turn", {**reply, "content": "And the river!"}),
+        )
+
+    first, again, other = serve(home, script, "--log-turns")
+    assert first[0] is False and "the reply to #1" in first[1]
+    assert again == (
+        False,
+        "already stored as turn #2 in session s1, the reply to #1; not stored again",
+    )
+    assert other[0] is False and "stored turn #3" in other[1]
+    turns = db_rows(home, "SELECT id, role, content FROM turns ORDER BY id")
+    assert [tuple(t) for t in turns] == [
+        (1, "user", "I moved to Porto."),
+        (2, "assistant", "Porto, lovely."),
+        (3, "assistant", "And the river!"),
+    ]
+    jobs = db_rows(home, "SELECT kind, ref_id FROM jobs ORDER BY id")
+    assert [tuple(j) for j in jobs] == [("extract", 2), ("extract", 3)]
+
+
 def test_log_turn_is_offered_only_when_asked(home: Path) -> None:
     async def script(session: ClientSession) -> Any:
         return await call(session, "log_turn", {"role": "user", "content": "hello"})

@@ -42,6 +42,7 @@ from ...memory.facts.remember import Fact, check_fact, remember
 from ...memory.facts.scope import ASSISTANT
 from ...memory.ledger import sources
 from ...memory.ledger import turns as ledger
+from ...memory.ledger.sessions import get_session
 from ...memory.store.db import write
 from ...memory.store.errors import EngineError, InvalidInput, NotFound
 from ...memory.store.timeutil import display
@@ -289,6 +290,27 @@ def _question(rt: App, turn_id: int) -> ledger.Turn:
     return turn
 
 
+SAME_REPLY_WINDOW = 200
+"""How many of a session's last turns are looked through for a reply logged again."""
+
+
+def _same_reply(rt: App, question: ledger.Turn | None, content: str) -> ledger.Turn | None:
+    """The reply to ``question`` already stored with exactly ``content`` (among its
+    session's last `SAME_REPLY_WINDOW` turns), or None."""
+    if question is None:
+        return None
+    recent = ledger.session_turns(rt.conn, rt.profile, question.session_id, limit=SAME_REPLY_WINDOW)
+    for turn in recent:
+        if (
+            turn.id > question.id
+            and turn.role == "assistant"
+            and turn.meta.get("reply_to") == question.id
+            and turn.content == content
+        ):
+            return turn
+    return None
+
+
 def log_turn(
     rt: App,
     caller: Caller,
@@ -337,6 +359,15 @@ def log_turn(
                 question = ledger.get_turn(rt.conn, rt.profile, conversation.waiting)
         if question is not None:
             meta["reply_to"] = question.id  # extraction pairs the reply with it
+        stored_before = _same_reply(rt, question, content) if reply_to is not None else None
+        if stored_before is not None:  # a host logging again a reply it got no answer for
+            if question is not None and question.id == conversation.waiting:
+                conversation.waiting = None
+            number = get_session(rt.conn, rt.profile, stored_before.session_id).number
+            return (
+                f"already stored as turn #{stored_before.id} in session s{number}, the reply "
+                f"to #{reply_to}; not stored again"
+            )
         appended = ledger.append_turn(
             rt.conn,
             profile=rt.profile,
@@ -362,8 +393,6 @@ def log_turn(
         from ...background.worker import kick_background
 
         kick_background(rt)
-    from ...memory.ledger.sessions import get_session
-
     number = get_session(rt.conn, rt.profile, turn.session_id).number
     stored = f"stored turn #{turn.id} in session s{number}"
     if role == "user":
