@@ -290,23 +290,12 @@ def _question(rt: App, turn_id: int) -> ledger.Turn:
     return turn
 
 
-SAME_REPLY_WINDOW = 200
-"""How many of a session's last turns are looked through for a reply logged again."""
-
-
 def _same_reply(rt: App, question: ledger.Turn | None, content: str) -> ledger.Turn | None:
-    """The reply to ``question`` already stored with exactly ``content`` (among its
-    session's last `SAME_REPLY_WINDOW` turns), or None."""
+    """The reply to ``question`` already stored with exactly ``content``, or None."""
     if question is None:
         return None
-    recent = ledger.session_turns(rt.conn, rt.profile, question.session_id, limit=SAME_REPLY_WINDOW)
-    for turn in recent:
-        if (
-            turn.id > question.id
-            and turn.role == "assistant"
-            and turn.meta.get("reply_to") == question.id
-            and turn.content == content
-        ):
+    for turn in ledger.replies_with_content(rt.conn, rt.profile, question, content):
+        if turn.meta.get("reply_to") == question.id:
             return turn
     return None
 

@@ -293,6 +293,19 @@ def session_turns(
     return [_row_to_turn(r) for r in reversed(rows)]
 
 
+def replies_with_content(
+    conn: Connection, profile: str, question: Turn, content: str
+) -> list[Turn]:
+    """The replies stored after ``question`` in its session whose text is exactly
+    ``content``, oldest first (callers check ``meta.reply_to``)."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? AND profile = ? AND id > ? "
+        "AND role = 'assistant' AND content = ? ORDER BY id",
+        (question.session_id, profile, question.id, content),
+    ).fetchall()
+    return [_row_to_turn(r) for r in rows]
+
+
 @dataclass(frozen=True)
 class TurnUsage:
     """What one reply cost: its turn ``id``, ``session_id``, ``ts`` (stored UTC text), the

@@ -288,3 +288,16 @@ def test_replayed_past_turns_after_newer_ones_keep_their_own_session(conn):
     jan2 = add(conn, "january, a minute on", T0 + timedelta(minutes=1))
     assert jan.opened_session and not jan2.opened_session
     assert jan2.turn.session_id == jan.turn.session_id
+
+
+def test_replies_with_content_are_the_later_replies_of_that_session_with_that_text(conn):
+    question = add(conn, "where do I live?", T0).turn
+    later = T0 + timedelta(seconds=3)
+    same = add(conn, "Porto.", later, role="assistant", session_id=question.session_id).turn
+    add(conn, "Lisbon.", later, role="assistant", session_id=question.session_id)
+    again = add(conn, "Porto.", later, role="assistant", session_id=question.session_id).turn
+    other = add(conn, "elsewhere", T0 + timedelta(days=3)).turn  # a new session
+    add(conn, "Porto.", T0 + timedelta(days=3), role="assistant", session_id=other.session_id)
+    found = ledger.replies_with_content(conn, "default", question, "Porto.")
+    assert [t.id for t in found] == [same.id, again.id]
+    assert ledger.replies_with_content(conn, "default", question, "porto.") == []
